@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from tmuxlocd.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""Change events of SPEC §5 and the diff that produces them.
+
+Pure.  ``diff`` compares two pane-id -> Location maps of one server and yields exactly the
+``pane.added`` / ``pane.changed`` / ``pane.removed`` events, and nothing when nothing changed.
+Events come out with an empty id and zero time; the hub stamps them when it publishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from tmuxlocd.location import Location, ServerRef, changed_fields, sort_pane_ids
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    id: str = ""
+    time: float = 0.0
+
+
+class SnapshotEvent(_Event, tag="snapshot"):
+    panes: tuple[Location, ...] = ()
+
+
+class PaneAdded(_Event, tag="pane.added"):
+    location: Location
+
+
+class PaneChanged(_Event, tag="pane.changed"):
+    location: Location
+    changed: tuple[str, ...]
+
+
+class PaneRemoved(_Event, tag="pane.removed"):
+    pane: str
+    server: str
+    last: Location
+
+
+class ServerUp(_Event, tag="server.up"):
+    server: ServerRef
+
+
+class ServerDown(_Event, tag="server.down"):
+    server: ServerRef
+
+
+class Reset(_Event, tag="reset"):
+    pass
+
+
+class Lagged(_Event, tag="lagged"):
+    pass
+
+
+ChangeEvent = PaneAdded | PaneChanged | PaneRemoved | ServerUp | ServerDown
+Event = SnapshotEvent | ChangeEvent | Reset | Lagged
+
+# Types a client may name in ?types= (change events only; SPEC §5).
+CHANGE_TYPES = frozenset({"pane.added", "pane.changed", "pane.removed", "server.up", "server.down"})
+
+HEARTBEAT_JSON = b'{"type":"heartbeat"}'
+
+encoder = msgspec.json.Encoder()
+event_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+
+
+def event_type(event: Event) -> str:
+    return event.__struct_config__.tag  # type: ignore[return-value]
+
+
+def diff(
+    old: Mapping[str, Location],
+    new: Mapping[str, Location],
+    candidates: Iterable[str] | None = None,
+) -> list[ChangeEvent]:
+    """Events that turn ``old`` into ``new`` (both pane id -> Location, one server).
+
+    ``candidates`` limits the comparison to those pane ids (the panes of the windows that
+    were recomputed); ``None`` compares everything.  Order: removals, then changes and
+    additions, each by pane number, so replaying them is deterministic.
+    """
+    ids = set(old) | set(new) if candidates is None else set(candidates)
+    removed: list[ChangeEvent] = []
+    rest: list[ChangeEvent] = []
+    for pane_id in sort_pane_ids(ids):
+        a = old.get(pane_id)
+        b = new.get(pane_id)
+        if a is None and b is None:
+            continue
+        if b is None:
+            assert a is not None
+            removed.append(PaneRemoved(pane=pane_id, server=a.server.socket_path, last=a))
+        elif a is None:
+            rest.append(PaneAdded(location=b))
+        elif a != b:
+            rest.append(PaneChanged(location=b, changed=tuple(changed_fields(a, b))))
+    return removed + rest
+
+
+def apply(state: dict[str, Location], event: Event) -> None:
+    """Replay one event onto a pane-key -> Location map (a subscriber's view; tests use it).
+
+    Keys are ``socket_path + " " + pane id`` so that several servers can share one map.
+    """
+    match event:
+        case SnapshotEvent(panes=panes):
+            state.clear()
+            for loc in panes:
+                state[pane_key(loc.server.socket_path, loc.pane.id)] = loc
+        case PaneAdded(location=loc) | PaneChanged(location=loc):
+            state[pane_key(loc.server.socket_path, loc.pane.id)] = loc
+        case PaneRemoved(pane=pane, server=server):
+            state.pop(pane_key(server, pane), None)
+        case _:
+            pass
+
+
+def pane_key(socket_path: str, pane_id: str) -> str:
+    return f"{socket_path} {pane_id}"

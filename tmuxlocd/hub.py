@@ -1,0 +1,334 @@
+"""The hub: the live model of every watched server, the event sequence, and subscribers.
+
+Observers hand the hub a fresh ``ServerState`` after each re-sync; the hub rebuilds the
+Locations of the windows that changed, diffs them against what it had, stamps the resulting
+events with ``<instance>:<seq>`` ids, keeps them in a ring buffer for resuming, and fans them
+out to subscribers.  Each event is JSON-encoded once, however many subscribers get it.
+
+A subscriber owns a bounded queue.  When it falls behind, its queue is dropped and it is
+marked lagged (SPEC §5: it then gets ``lagged`` and a fresh ``snapshot``), so one slow reader
+never blocks the daemon or grows its memory without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Literal
+
+import msgspec
+
+from tmuxlocd.events import (
+    ChangeEvent,
+    Event,
+    Lagged,
+    PaneAdded,
+    PaneChanged,
+    PaneRemoved,
+    Reset,
+    ServerDown,
+    ServerUp,
+    SnapshotEvent,
+    diff,
+    encoder,
+    event_type,
+)
+from tmuxlocd.location import Location, LocationBuilder, ServerRef
+from tmuxlocd.model import ServerState
+
+ObserverStatus = Literal["attached", "down", "error"]
+
+RING_SIZE = 16_384  # SPEC §5 asks for at least 10,000 events of history
+QUEUE_SIZE = 4_096  # per subscriber; past this it is lagged, not buffered
+
+
+class Published(msgspec.Struct, frozen=True):
+    seq: int
+    event: Event
+    json: bytes
+
+
+class ServerEntry:
+    """What the hub holds for one server."""
+
+    def __init__(self, socket_path: str) -> None:
+        self.socket_path = socket_path
+        self.state = ServerState(socket_path=socket_path)
+        self.locations: dict[str, Location] = {}
+        self.builder = LocationBuilder()
+        self.observer: ObserverStatus = "down"
+        self.last_sync: float | None = None  # time.monotonic() of the last applied re-sync
+
+    @property
+    def ref(self) -> ServerRef:
+        return ServerRef(socket_path=self.socket_path, pid=self.state.pid)
+
+
+Predicate = Callable[[Event], bool]
+
+
+class Subscriber:
+    """One change stream's queue.  ``wait()`` returns the next batch, or raises if lagged."""
+
+    def __init__(self, hub: Hub, predicate: Predicate, maxsize: int) -> None:
+        self.hub = hub
+        self.predicate = predicate
+        self.maxsize = maxsize
+        self.queue: deque[Published] = deque()
+        self.lagged = False
+        self.closed = False
+        self._wake = asyncio.Event()
+
+    def offer(self, item: Published) -> None:
+        if self.closed or self.lagged or not self.predicate(item.event):
+            return
+        if len(self.queue) >= self.maxsize:
+            # Falling behind: drop what is queued (memory stays bounded) and remember it, so
+            # the stream can send `lagged` and a fresh snapshot when the reader comes back.
+            self.queue.clear()
+            self.lagged = True
+        else:
+            self.queue.append(item)
+        self._wake.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()
+
+    async def wait(self, timeout: float | None = None) -> None:
+        """Wait until something is queued, the subscriber lagged or closed, or timeout."""
+        if self.queue or self.lagged or self.closed:
+            return
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
+
+    def drain(self) -> list[Published]:
+        items = list(self.queue)
+        self.queue.clear()
+        return items
+
+
+class Hub:
+    def __init__(self, *, ring_size: int = RING_SIZE, clock: Callable[[], float] = time.time):
+        self.instance = secrets.token_hex(4)
+        self.seq = 0
+        self.ring: deque[Published] = deque(maxlen=ring_size)
+        self.servers: dict[str, ServerEntry] = {}
+        self.subscribers: set[Subscriber] = set()
+        self.started = time.monotonic()
+        self._clock = clock
+        self._rdev_cache: dict[str, int] = {}
+        self._by_rdev: dict[int, list[tuple[str, str]]] | None = None
+        # Set by the daemon: re-sync every server now (or one), returning once published.
+        self.syncer: Callable[[str | None], Awaitable[None]] | None = None
+        # Set by the daemon: a hook or client asked for a re-sync (coalesced, no waiting).
+        self.notifier: Callable[[str | None], None] | None = None
+
+    # ------------------------------------------------------------------ ids
+
+    def event_id(self, seq: int | None = None) -> str:
+        return f"{self.instance}:{self.seq if seq is None else seq}"
+
+    def parse_event_id(self, value: str) -> int | None:
+        """The seq of an id of this instance still in the ring, else None (-> reset)."""
+        instance, sep, number = value.rpartition(":")
+        if not sep or instance != self.instance or not number.isdigit():
+            return None
+        seq = int(number)
+        if seq > self.seq:
+            return None
+        oldest = self.ring[0].seq if self.ring else self.seq + 1
+        # Resuming from seq needs every event after it: seq + 1 must still be in the ring.
+        if seq + 1 < oldest and seq != self.seq:
+            return None
+        return seq
+
+    # ------------------------------------------------------------------ servers
+
+    def server(self, socket_path: str) -> ServerEntry:
+        entry = self.servers.get(socket_path)
+        if entry is None:
+            entry = self.servers[socket_path] = ServerEntry(socket_path)
+        return entry
+
+    def set_observer(self, socket_path: str, status: ObserverStatus) -> None:
+        self.server(socket_path).observer = status
+
+    def update(self, state: ServerState) -> list[Published]:
+        """Apply a fresh re-sync of one server; publish and return its events."""
+        entry = self.server(state.socket_path)
+        was_running = entry.state.running
+        new_locations, changed_windows = entry.builder.build(state)
+        candidates: set[str] | None
+        if entry.state.pid != state.pid:
+            candidates = None  # every Location carries server.pid: compare them all
+        else:
+            candidates = {
+                pid
+                for pid, loc in entry.locations.items()
+                if loc.window.id in changed_windows
+            }
+            candidates.update(
+                pid for pid, loc in new_locations.items() if loc.window.id in changed_windows
+            )
+        events: list[ChangeEvent] = []
+        if state.running and not was_running:
+            events.append(ServerUp(server=ServerRef(socket_path=state.socket_path, pid=state.pid)))
+        events.extend(diff(entry.locations, new_locations, candidates))
+        entry.state = state
+        entry.locations = new_locations
+        entry.last_sync = time.monotonic()
+        if events:
+            self._by_rdev = None
+        return self.publish(events)
+
+    def server_down(self, socket_path: str, status: ObserverStatus = "down") -> list[Published]:
+        """The server went away: its panes are removed, then ``server.down``."""
+        entry = self.server(socket_path)
+        entry.observer = status
+        if not entry.state.running:
+            return []
+        ref = entry.ref
+        events: list[ChangeEvent] = list(diff(entry.locations, {}))
+        events.append(ServerDown(server=ref))
+        entry.state = ServerState(socket_path=socket_path)
+        entry.locations = {}
+        entry.builder = LocationBuilder()
+        entry.last_sync = time.monotonic()
+        self._by_rdev = None
+        return self.publish(events)
+
+    def forget(self, socket_path: str) -> None:
+        self.servers.pop(socket_path, None)
+
+    # ------------------------------------------------------------------ publishing
+
+    def publish(self, events: list[ChangeEvent]) -> list[Published]:
+        now = self._clock()
+        out: list[Published] = []
+        for event in events:
+            self.seq += 1
+            stamped = msgspec.structs.replace(event, id=self.event_id(), time=now)
+            item = Published(self.seq, stamped, encoder.encode(stamped))
+            self.ring.append(item)
+            out.append(item)
+            for sub in self.subscribers:
+                sub.offer(item)
+        return out
+
+    def since(self, seq: int) -> list[Published]:
+        return [item for item in self.ring if item.seq > seq]
+
+    def snapshot(self, predicate: Callable[[Location], bool] | None = None) -> SnapshotEvent:
+        panes = tuple(
+            loc for loc in self.all_locations() if predicate is None or predicate(loc)
+        )
+        return SnapshotEvent(id=self.event_id(), time=self._clock(), panes=panes)
+
+    def marker(self, kind: Literal["reset", "lagged"]) -> Reset | Lagged:
+        cls = Reset if kind == "reset" else Lagged
+        return cls(id=self.event_id(), time=self._clock())
+
+    @contextlib.contextmanager
+    def subscribe(self, predicate: Predicate, maxsize: int = QUEUE_SIZE) -> Iterator[Subscriber]:
+        sub = Subscriber(self, predicate, maxsize)
+        self.subscribers.add(sub)
+        try:
+            yield sub
+        finally:
+            sub.close()
+            self.subscribers.discard(sub)
+
+    def close_subscribers(self) -> None:
+        for sub in list(self.subscribers):
+            sub.close()
+
+    # ------------------------------------------------------------------ queries
+
+    def all_locations(self) -> Iterator[Location]:
+        for entry in self.servers.values():
+            yield from entry.locations.values()
+
+    def find_pane(self, pane_id: str, server: str | None = None) -> list[Location]:
+        out: list[Location] = []
+        for entry in self.servers.values():
+            if server is not None and entry.socket_path != server:
+                continue
+            loc = entry.locations.get(pane_id)
+            if loc is not None:
+                out.append(loc)
+        return out
+
+    def any_running(self) -> bool:
+        return any(entry.state.running for entry in self.servers.values())
+
+    def _rdev(self, tty: str) -> int | None:
+        # A pty path always names the same device number, so the stat is done once per path.
+        rdev = self._rdev_cache.get(tty)
+        if rdev is None:
+            try:
+                rdev = os.stat(tty).st_rdev
+            except OSError:
+                return None
+            self._rdev_cache[tty] = rdev
+        return rdev
+
+    def panes_by_rdev(self, rdev: int) -> list[Location]:
+        """The panes whose pane_tty is the device ``rdev`` (normally zero or one)."""
+        if rdev == 0:
+            return []
+        if self._by_rdev is None:
+            table: dict[int, list[tuple[str, str]]] = {}
+            for entry in self.servers.values():
+                for pane_id, loc in entry.locations.items():
+                    dev = self._rdev(loc.pane.tty)
+                    if dev is not None:
+                        table.setdefault(dev, []).append((entry.socket_path, pane_id))
+            self._by_rdev = table
+        out: list[Location] = []
+        for socket_path, pane_id in self._by_rdev.get(rdev, ()):
+            loc = self.servers[socket_path].locations.get(pane_id)
+            if loc is not None:
+                out.append(loc)
+        return out
+
+    # ------------------------------------------------------------------ syncing
+
+    async def sync(self, server: str | None = None) -> str:
+        """The barrier of POST /v1/sync: re-sync, publish, then return the last event id."""
+        if self.syncer is not None:
+            await self.syncer(server)
+        return self.event_id()
+
+    def notify(self, server: str | None = None) -> None:
+        if self.notifier is not None:
+            self.notifier(server)
+
+
+def location_of(event: Event) -> Location | None:
+    """The Location an event is about (the last one, for a removal)."""
+    match event:
+        case PaneAdded(location=loc) | PaneChanged(location=loc):
+            return loc
+        case PaneRemoved(last=loc):
+            return loc
+        case _:
+            return None
+
+
+__all__ = [
+    "Hub",
+    "ObserverStatus",
+    "Published",
+    "ServerEntry",
+    "Subscriber",
+    "event_type",
+    "location_of",
+]

@@ -1,0 +1,265 @@
+"""Per-pane Location (SPEC §3), built from a ServerState; and its three-line text form (§4).
+
+Pure.  Locations are rebuilt per *window*: a window's Locations depend only on the window,
+its panes, its winlinks and the names of the sessions that link it, so ``LocationBuilder``
+keeps them keyed by exactly those inputs and recomputes a window only when one of them
+changed.  At 1,000 panes a split then costs one window's worth of work, not the server's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from tmuxlocd.layout import DIRECTIONS, neighbors_of_layout
+from tmuxlocd.errors import LayoutError
+from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, id_number
+
+
+class ServerRef(msgspec.Struct, frozen=True, kw_only=True):
+    socket_path: str
+    pid: int | None
+
+
+class SessionRef(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    name: str
+
+
+class WindowRef(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    index: int
+    name: str
+    active: bool
+    zoomed: bool
+    layout: str
+
+
+class PaneRef(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    index: int
+    active: bool
+    tty: str
+    pid: int
+    left: int
+    top: int
+    width: int
+    height: int
+
+
+class Neighbors(msgspec.Struct, frozen=True, kw_only=True):
+    above: tuple[str, ...] = ()
+    below: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    right: tuple[str, ...] = ()
+
+
+class Link(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    session_name: str
+    window_index: int
+
+
+class Location(msgspec.Struct, frozen=True, kw_only=True):
+    server: ServerRef
+    session: SessionRef
+    window: WindowRef
+    pane: PaneRef
+    neighbors: Neighbors
+    links: tuple[Link, ...] = ()
+
+
+NO_NEIGHBORS = Neighbors()
+
+
+def pane_neighbors(layout: str) -> dict[str, Neighbors]:
+    """Pane id -> Neighbors, from the full layout.  An unparsable layout gives none."""
+    try:
+        table = neighbors_of_layout(layout)
+    except LayoutError:
+        return {}
+    out: dict[str, Neighbors] = {}
+    for number, by_dir in table.items():
+        out[f"%{number}"] = Neighbors(
+            **{d: tuple(f"%{n.pane}" for n in by_dir[d]) for d in DIRECTIONS}
+        )
+    return out
+
+
+def window_locations(
+    server: ServerRef,
+    window: Window,
+    links: list[Winlink],
+    sessions: Mapping[str, Session],
+    panes: Iterable[Pane],
+) -> dict[str, Location]:
+    """The Locations of one window's panes.
+
+    ``links`` must be sorted by session id: the first is the window's home (SPEC §3: the
+    linking session with the lowest id, stable whichever session a user types in).
+    """
+    if not links:
+        return {}
+    home = links[0]
+    home_session = sessions.get(home.session_id)
+    session = SessionRef(
+        id=home.session_id, name=home_session.name if home_session else ""
+    )
+    wref = WindowRef(
+        id=window.id,
+        index=home.index,
+        name=window.name,
+        active=home.active,
+        zoomed=window.zoomed,
+        layout=window.layout,
+    )
+    others = tuple(
+        Link(
+            session_id=link.session_id,
+            session_name=s.name if (s := sessions.get(link.session_id)) else "",
+            window_index=link.index,
+        )
+        for link in links[1:]
+    )
+    table = pane_neighbors(window.layout)
+    out: dict[str, Location] = {}
+    for pane in panes:
+        out[pane.id] = Location(
+            server=server,
+            session=session,
+            window=wref,
+            pane=PaneRef(
+                id=pane.id,
+                index=pane.index,
+                active=pane.active,
+                tty=pane.tty,
+                pid=pane.pid,
+                left=pane.left,
+                top=pane.top,
+                width=pane.width,
+                height=pane.height,
+            ),
+            neighbors=table.get(pane.id, NO_NEIGHBORS),
+            links=others,
+        )
+    return out
+
+
+_WindowKey = tuple[
+    ServerRef, Window, tuple[Winlink, ...], tuple[Session | None, ...], tuple[Pane, ...]
+]
+
+
+class LocationBuilder:
+    """Builds every Location of a server, reusing the windows whose inputs did not change."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[_WindowKey, dict[str, Location]]] = {}
+
+    def build(self, state: ServerState) -> tuple[dict[str, Location], set[str]]:
+        """All Locations of ``state``, and the ids of the windows that were recomputed."""
+        server = ServerRef(socket_path=state.socket_path, pid=state.pid)
+        links_of: dict[str, list[Winlink]] = {}
+        for link in state.winlinks:  # sorted by session id, then index
+            links_of.setdefault(link.window_id, []).append(link)
+        panes_of: dict[str, list[Pane]] = {}
+        for pane in state.panes.values():
+            panes_of.setdefault(pane.window_id, []).append(pane)
+        result: dict[str, Location] = {}
+        changed: set[str] = set()
+        cache: dict[str, tuple[_WindowKey, dict[str, Location]]] = {}
+        for wid, window in state.windows.items():
+            links = links_of.get(wid, [])
+            panes = tuple(sorted(panes_of.get(wid, ()), key=lambda p: p.index))
+            key: _WindowKey = (
+                server,
+                window,
+                tuple(links),
+                tuple(state.sessions.get(link.session_id) for link in links),
+                panes,
+            )
+            hit = self._cache.get(wid)
+            if hit is not None and hit[0] == key:
+                locs = hit[1]
+            else:
+                locs = window_locations(server, window, links, state.sessions, panes)
+                changed.add(wid)
+            cache[wid] = (key, locs)
+            result.update(locs)
+        changed.update(set(self._cache) - set(cache))
+        self._cache = cache
+        return result, changed
+
+
+def build_locations(state: ServerState) -> dict[str, Location]:
+    """Every Location of a server, from scratch (pane id -> Location)."""
+    return LocationBuilder().build(state)[0]
+
+
+def sort_pane_ids(ids: Iterable[str]) -> list[str]:
+    return sorted(ids, key=id_number)
+
+
+# ----------------------------------------------------------------------------------------------
+# Which fields changed between two Locations of the same pane (pane.changed's "changed").
+
+_SECTIONS = ("server", "session", "window", "pane")
+
+
+def changed_fields(old: Location, new: Location) -> list[str]:
+    out: list[str] = []
+    for section in _SECTIONS:
+        a = getattr(old, section)
+        b = getattr(new, section)
+        if a == b:
+            continue
+        for field in a.__struct_fields__:
+            if getattr(a, field) != getattr(b, field):
+                out.append(f"{section}.{field}")
+    if old.neighbors != new.neighbors:
+        out.append("neighbors")
+    if old.links != new.links:
+        out.append("links")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Text form (SPEC §4), byte for byte.
+
+_json = msgspec.json.Encoder()
+
+
+def _json_string(value: str) -> str:
+    # msgspec keeps non-ASCII as UTF-8 and escapes only '"', '\' and control characters,
+    # which is exactly the literal SPEC §4 asks for.
+    return _json.encode(value).decode("utf-8")
+
+
+def _one_line(value: str) -> str:
+    """A session name on one line: control characters escaped as in a JSON literal.
+
+    SPEC §4 writes the session name bare; a name holding a newline would break the
+    three-line form, so such characters (and only they) are escaped.
+    """
+    if value.isprintable():
+        return value
+    return _json_string(value)[1:-1]
+
+
+def text_form(loc: Location, *, turn: int | None = None, with_neighbors: bool = False) -> str:
+    head = "tmux location:" if turn is None else f"tmux location (turn {turn}):"
+    w, p = loc.window, loc.pane
+    lines = [
+        head,
+        f"session {_one_line(loc.session.name)}, window {w.index} {_json_string(w.name)}, "
+        f"pane {p.index} {p.id}",
+        f"window active={int(w.active)}, pane active={int(p.active)}, layout {w.layout}",
+    ]
+    if with_neighbors:
+        parts = [
+            f"{d} {','.join(ids) if (ids := getattr(loc.neighbors, d)) else 'none'}"
+            for d in DIRECTIONS
+        ]
+        lines.append("neighbors: " + "; ".join(parts))
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,237 @@
+"""The in-memory picture of one tmux server, and how it is read from tmux's rows.
+
+Pure: rows (strings) in, frozen msgspec Structs out.  The row recipe follows the measured
+facts about tmux escaping: every row starts with a constant tag, fields are separated by TAB,
+and only ids, numbers, flags, ttys and vis-encoded names (which never hold a raw control
+character) are used, with the name last.  A row with the wrong tag or field count is a
+protocol failure (``RowError``): the caller re-syncs rather than guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from tmuxlocd.errors import RowError
+from tmuxlocd.names import unvis
+
+# ----------------------------------------------------------------------------------------------
+# Row formats.  Real TAB characters go into the -F argument (protocol.command quotes them), so
+# tmux's parser needs no escape processing.
+
+SESSION_FORMAT = "\t".join(["S", "#{session_id}", "#{session_attached}", "#{session_name}"])
+
+# In list-windows, #{pane_id} is the window's active pane.  #{window_layout} is the full
+# (unzoomed) layout even while a pane is zoomed.
+WINDOW_FORMAT = "\t".join(
+    [
+        "W",
+        "#{session_id}",
+        "#{window_id}",
+        "#{window_index}",
+        "#{window_active}",
+        "#{window_zoomed_flag}",
+        "#{pane_id}",
+        "#{window_layout}",
+        "#{window_name}",
+    ]
+)
+
+_PANE_FIELDS = [
+    "#{window_id}",
+    "#{pane_id}",
+    "#{pane_index}",
+    "#{pane_active}",
+    "#{pane_tty}",
+    "#{pane_pid}",
+    "#{pane_left}",
+    "#{pane_top}",
+    "#{pane_width}",
+    "#{pane_height}",
+    "#{pane_dead}",
+]
+# For `list-panes -a`: pane facts only (window facts come from list-windows, once per window,
+# which is much cheaper than repeating the layout on every pane row).
+PANE_FORMAT = "\t".join(["P", *_PANE_FIELDS])
+# For `list-panes -t @W` (one dirty window): the window's own facts ride along, so one
+# command re-reads a window whole.
+PANE_WINDOW_FORMAT = "\t".join(
+    ["Q", *_PANE_FIELDS, "#{window_zoomed_flag}", "#{window_layout}", "#{window_name}"]
+)
+
+
+class Session(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    name: str
+    attached: int
+
+
+class Winlink(msgspec.Struct, frozen=True, kw_only=True):
+    """A window's place in one session (a window linked into several has several)."""
+
+    session_id: str
+    window_id: str
+    index: int
+    active: bool
+
+
+class Window(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    name: str
+    layout: str
+    zoomed: bool
+    active_pane: str | None = None
+
+
+class Pane(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    window_id: str
+    index: int
+    active: bool
+    tty: str
+    pid: int
+    left: int
+    top: int
+    width: int
+    height: int
+    dead: bool = False
+
+
+def _int(value: str, what: str, row: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise RowError(f"{what} is not a number in row {row!r}") from None
+
+
+def _fields(row: str, tag: str, count: int) -> list[str]:
+    parts = row.split("\t")
+    if parts[0] != tag or len(parts) != count:
+        raise RowError(f"expected a {tag!r} row of {count} fields, got {row!r}")
+    return parts
+
+
+def _check_id(value: str, sigil: str, row: str) -> str:
+    if len(value) < 2 or value[0] != sigil or not value[1:].isdigit():
+        raise RowError(f"bad id {value!r} in row {row!r}")
+    return value
+
+
+def parse_session_row(row: str) -> Session:
+    _, sid, attached, name = _fields(row, "S", 4)
+    return Session(
+        id=_check_id(sid, "$", row), name=unvis(name), attached=_int(attached, "attached", row)
+    )
+
+
+def parse_window_row(row: str) -> tuple[Winlink, Window]:
+    _, sid, wid, index, active, zoomed, pane, layout, name = _fields(row, "W", 9)
+    _check_id(sid, "$", row)
+    _check_id(wid, "@", row)
+    link = Winlink(
+        session_id=sid, window_id=wid, index=_int(index, "index", row), active=active == "1"
+    )
+    window = Window(
+        id=wid,
+        name=unvis(name),
+        layout=layout,
+        zoomed=zoomed == "1",
+        active_pane=_check_id(pane, "%", row) if pane else None,
+    )
+    return link, window
+
+
+def _pane(parts: list[str], row: str) -> Pane:
+    wid, pid_, index, active, tty, pid, left, top, width, height, dead = parts
+    return Pane(
+        id=_check_id(pid_, "%", row),
+        window_id=_check_id(wid, "@", row),
+        index=_int(index, "pane_index", row),
+        active=active == "1",
+        tty=tty,
+        pid=_int(pid, "pane_pid", row) if pid else 0,
+        left=_int(left, "pane_left", row),
+        top=_int(top, "pane_top", row),
+        width=_int(width, "pane_width", row),
+        height=_int(height, "pane_height", row),
+        dead=dead == "1",
+    )
+
+
+def parse_pane_row(row: str) -> Pane:
+    return _pane(_fields(row, "P", 12)[1:], row)
+
+
+def parse_pane_window_row(row: str) -> tuple[Pane, Window]:
+    parts = _fields(row, "Q", 15)
+    pane = _pane(parts[1:12], row)
+    zoomed, layout, name = parts[12:]
+    active = pane.id if pane.active else None
+    return pane, Window(
+        id=pane.window_id, name=unvis(name), layout=layout, zoomed=zoomed == "1",
+        active_pane=active,
+    )
+
+
+def parse_window_query(rows: Iterable[str]) -> tuple[Window | None, tuple[Pane, ...]]:
+    """Rows of ``list-panes -t @W -F PANE_WINDOW_FORMAT``: the window and its panes."""
+    window: Window | None = None
+    panes: list[Pane] = []
+    for row in rows:
+        pane, win = parse_pane_window_row(row)
+        panes.append(pane)
+        if window is None or win.active_pane is not None:
+            window = win
+    return window, tuple(panes)
+
+
+class ServerState(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the daemon knows about one tmux server at one instant."""
+
+    socket_path: str
+    pid: int | None = None
+    running: bool = False
+    sessions: dict[str, Session] = msgspec.field(default_factory=dict)
+    winlinks: tuple[Winlink, ...] = ()
+    windows: dict[str, Window] = msgspec.field(default_factory=dict)
+    panes: dict[str, Pane] = msgspec.field(default_factory=dict)
+
+
+def state_from_rows(
+    socket_path: str,
+    pid: int | None,
+    session_rows: Iterable[str],
+    window_rows: Iterable[str],
+    pane_rows: Iterable[str],
+) -> ServerState:
+    """A whole server from ``list-sessions``, ``list-windows -a`` and ``list-panes -a``."""
+    sessions = {s.id: s for s in map(parse_session_row, session_rows)}
+    winlinks: list[Winlink] = []
+    windows: dict[str, Window] = {}
+    for row in window_rows:
+        link, window = parse_window_row(row)
+        winlinks.append(link)
+        windows[window.id] = window
+    panes: dict[str, Pane] = {}
+    for row in pane_rows:
+        pane = parse_pane_row(row)
+        panes[pane.id] = pane  # list-panes -a repeats a linked window's panes: same values
+    return ServerState(
+        socket_path=socket_path,
+        pid=pid,
+        running=True,
+        sessions=sessions,
+        winlinks=tuple(sort_winlinks(winlinks)),
+        windows=windows,
+        panes=panes,
+    )
+
+
+def id_number(ident: str) -> int:
+    """``$3``/``@3``/``%3`` -> 3 (ids sort numerically, not as strings)."""
+    return int(ident[1:])
+
+
+def sort_winlinks(links: Iterable[Winlink]) -> list[Winlink]:
+    return sorted(links, key=lambda w: (id_number(w.session_id), w.index))
