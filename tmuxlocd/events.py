@@ -19,38 +19,38 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     time: float = 0.0
 
 
-class SnapshotEvent(_Event, tag="snapshot"):
+class SnapshotEvent(_Event, frozen=True, kw_only=True, tag="snapshot"):
     panes: tuple[Location, ...] = ()
 
 
-class PaneAdded(_Event, tag="pane.added"):
+class PaneAdded(_Event, frozen=True, kw_only=True, tag="pane.added"):
     location: Location
 
 
-class PaneChanged(_Event, tag="pane.changed"):
+class PaneChanged(_Event, frozen=True, kw_only=True, tag="pane.changed"):
     location: Location
     changed: tuple[str, ...]
 
 
-class PaneRemoved(_Event, tag="pane.removed"):
+class PaneRemoved(_Event, frozen=True, kw_only=True, tag="pane.removed"):
     pane: str
     server: str
     last: Location
 
 
-class ServerUp(_Event, tag="server.up"):
+class ServerUp(_Event, frozen=True, kw_only=True, tag="server.up"):
     server: ServerRef
 
 
-class ServerDown(_Event, tag="server.down"):
+class ServerDown(_Event, frozen=True, kw_only=True, tag="server.down"):
     server: ServerRef
 
 
-class Reset(_Event, tag="reset"):
+class Reset(_Event, frozen=True, kw_only=True, tag="reset"):
     pass
 
 
-class Lagged(_Event, tag="lagged"):
+class Lagged(_Event, frozen=True, kw_only=True, tag="lagged"):
     pass
 
 

@@ -294,9 +294,9 @@ class Hub:
             self._by_rdev = table
         out: list[Location] = []
         for socket_path, pane_id in self._by_rdev.get(rdev, ()):
-            loc = self.servers[socket_path].locations.get(pane_id)
-            if loc is not None:
-                out.append(loc)
+            found = self.servers[socket_path].locations.get(pane_id)
+            if found is not None:
+                out.append(found)
         return out
 
     # ------------------------------------------------------------------ syncing

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from tmuxlocd.layout import DIRECTIONS, neighbors_of_layout
 from tmuxlocd.errors import LayoutError
+from tmuxlocd.layout import DIRECTIONS, neighbors_of_layout
 from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, id_number
 
 
@@ -252,8 +252,10 @@ def text_form(loc: Location, *, turn: int | None = None, with_neighbors: bool = 
     w, p = loc.window, loc.pane
     lines = [
         head,
-        f"session {_one_line(loc.session.name)}, window {w.index} {_json_string(w.name)}, "
-        f"pane {p.index} {p.id}",
+        (
+            f"session {_one_line(loc.session.name)}, window {w.index} {_json_string(w.name)}, "
+            f"pane {p.index} {p.id}"
+        ),
         f"window active={int(w.active)}, pane active={int(p.active)}, layout {w.layout}",
     ]
     if with_neighbors:

@@ -235,3 +235,58 @@ def id_number(ident: str) -> int:
 
 def sort_winlinks(links: Iterable[Winlink]) -> list[Winlink]:
     return sorted(links, key=lambda w: (id_number(w.session_id), w.index))
+
+
+# ----------------------------------------------------------------------------------------------
+# The safety-net digest.  tmux re-evaluates a control client's format subscriptions once a
+# second and reports a value only when it changed; a session-type subscription whose format
+# loops over every session sees the whole server.  It carries what changes silently
+# (respawn-pane: pane_pid; swap-window without -d and renumbering: window_index; remain-on-exit
+# deaths: pane_dead), so comparing it with the model names exactly what to re-read.
+# No commas inside the loops: there a comma separates the alternative format for the
+# current window or active pane.
+
+DIGEST_NAME = "tmuxlocd-digest"
+DIGEST_FORMAT = (
+    "#{S: S#{session_id}#{W: W#{window_id}.#{window_index}"
+    "#{P: P#{pane_id}.#{pane_pid}.#{pane_dead}}}}"
+)
+
+
+class DigestDiff(msgspec.Struct, frozen=True):
+    winlinks_differ: bool
+    windows: frozenset[str]  # windows whose panes differ (re-read them)
+
+
+def compare_digest(value: str, state: ServerState) -> DigestDiff:
+    """What the digest says the model has wrong.  A malformed digest asks for everything."""
+    links: set[tuple[str, str, int]] = set()
+    panes: dict[str, tuple[str, int, bool]] = {}
+    session = window = ""
+    try:
+        for token in value.split():
+            kind, body = token[0], token[1:]
+            if kind == "S":
+                session = body
+            elif kind == "W":
+                window, _, index = body.partition(".")
+                links.add((session, window, int(index)))
+            elif kind == "P":
+                pane_id, pid_text, dead_flag = body.split(".")
+                panes[pane_id] = (window, int(pid_text or 0), dead_flag == "1")
+            else:
+                raise ValueError(token)
+    except (ValueError, IndexError):
+        return DigestDiff(True, frozenset(state.windows))
+    model_links = {(w.session_id, w.window_id, w.index) for w in state.winlinks}
+    dirty: set[str] = set()
+    for pane_id, (wid, pid_number, dead) in panes.items():
+        known = state.panes.get(pane_id)
+        if known is None or (known.window_id, known.pid, known.dead) != (wid, pid_number, dead):
+            dirty.add(wid)
+            if known is not None:
+                dirty.add(known.window_id)
+    for pane_id, known in state.panes.items():
+        if pane_id not in panes:
+            dirty.add(known.window_id)
+    return DigestDiff(links != model_links, frozenset(dirty))

@@ -1,0 +1,160 @@
+"""One tmux control-mode client process: commands in, replies and notifications out.
+
+The I/O shell around ``protocol.ControlParser``.  Replies are matched to commands FIFO on
+the blocks whose flags are 1 (blocks with flags 0 belong to nobody: the initial attach, or
+after-* hook commands run on this client's queue).  Every command has a deadline; a missed
+deadline means the connection can no longer be trusted (the FIFO may be out of step), so the
+client is closed and its owner re-attaches and re-syncs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from tmuxlocd.errors import ProtocolError, TmuxUnavailable
+from tmuxlocd.protocol import NEED_DATA, ControlParser, Event, Exit, Reply, command
+
+log = logging.getLogger(__name__)
+
+COMMAND_TIMEOUT = 10.0
+
+NotificationHandler = Callable[[Event], None]
+
+
+def tmux_env() -> dict[str, str]:
+    """The environment for tmux clients we start: never nested, always UTF-8."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    return env
+
+
+class ControlClient:
+    def __init__(self, on_event: NotificationHandler) -> None:
+        self._on_event = on_event
+        self._parser = ControlParser()
+        self._pending: deque[asyncio.Future[Reply]] = deque()
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self.closed = asyncio.Event()
+        self.exit_reason: str | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    async def start(self, tmux: str, socket_path: str, session_id: str) -> None:
+        # -u: names come through as UTF-8 whatever the locale; -f /dev/null: should the server
+        # die between our probe and this attach, a server started by it loads no config and
+        # exits; -E: the session's update-environment is left alone; the client flags keep
+        # tmux from sending pane output or resizing anything for us.
+        self._proc = await asyncio.create_subprocess_exec(
+            tmux,
+            "-u",
+            "-S",
+            socket_path,
+            "-f",
+            os.devnull,
+            "-C",
+            "attach-session",
+            "-E",
+            "-t",
+            session_id,
+            "-f",
+            "no-output,ignore-size,read-only",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=tmux_env(),
+            start_new_session=True,
+        )
+        self._reader = asyncio.create_task(self._read_loop(), name=f"tmux-control-{socket_path}")
+
+    async def _read_loop(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout = self._proc.stdout
+        try:
+            while True:
+                data = await stdout.read(1 << 16)
+                self._parser.receive_data(data)
+                while (event := self._parser.next_event()) is not NEED_DATA:
+                    assert not isinstance(event, type)
+                    self._dispatch(event)
+                if not data:
+                    break
+        except ProtocolError as exc:
+            log.warning("control connection broke: %s", exc)
+        except Exception:  # never let a tmux quirk kill the daemon; the owner re-attaches
+            log.exception("control reader failed")
+        finally:
+            self._finish()
+
+    def _dispatch(self, event: Event) -> None:
+        if isinstance(event, Reply):
+            if event.flags & 1:
+                if self._pending:
+                    fut = self._pending.popleft()
+                    if not fut.done():
+                        fut.set_result(event)
+                else:
+                    log.debug("reply with no command waiting: %s", event.number)
+            return
+        if isinstance(event, Exit):
+            self.exit_reason = event.reason or "exit"
+        try:
+            self._on_event(event)
+        except Exception:
+            log.exception("notification handler failed")
+
+    def _finish(self) -> None:
+        while self._pending:
+            fut = self._pending.popleft()
+            if not fut.done():
+                fut.set_exception(TmuxUnavailable("control client ended"))
+        self.closed.set()
+
+    async def run(self, *commands: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> list[Reply]:
+        """Send commands in one write (pipelined) and return their replies in order."""
+        if self.closed.is_set() or self._proc is None or self._proc.stdin is None:
+            raise TmuxUnavailable("control client is not running")
+        loop = asyncio.get_running_loop()
+        data = b"".join(command(*argv) for argv in commands)
+        futures = [loop.create_future() for _ in commands]
+        self._pending.extend(futures)
+        try:
+            self._proc.stdin.write(data)
+            await self._proc.stdin.drain()
+            async with asyncio.timeout(timeout):
+                return list(await asyncio.gather(*futures))
+        except (ConnectionError, BrokenPipeError) as exc:
+            await self.close()
+            raise TmuxUnavailable(f"control client pipe closed: {exc}") from None
+        except TimeoutError:
+            log.warning("tmux did not answer within %.0f s; reconnecting", timeout)
+            await self.close()
+            raise TmuxUnavailable("tmux did not answer in time") from None
+
+    async def close(self) -> None:
+        """End the client: EOF on stdin detaches it (tmux sends %exit); then make sure."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.returncode is None:
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
+            try:
+                async with asyncio.timeout(1.0):
+                    await proc.wait()
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                async with asyncio.timeout(1.0):
+                    await self._reader
+        self._finish()

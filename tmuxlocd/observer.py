@@ -1,0 +1,624 @@
+"""Observers: keep the hub's picture of every watched tmux server right, at all times.
+
+One ``ServerObserver`` per server attaches a single control-mode client and combines three
+sources of freshness (SPEC §1), because control mode alone covers only the attached session
+and some changes are signalled to nobody:
+
+1. notifications: each one marks what it names dirty (a window, or the structure); the
+   sync loop re-reads only that, so a burst read in one chunk costs one re-read;
+2. hooks at a private array index for every session, fork-free: they signal a ``wait-for``
+   channel that a separate, unattached ``tmux wait-for`` client waits on (a queued
+   ``wait-for`` would block the observer's own command queue);
+3. a safety net: a format subscription digest that tmux itself re-evaluates once a second;
+   comparing it with the model names exactly the windows to re-read (respawned panes,
+   silent swap-window, renumbering, dead panes), and costs nothing when nothing changed.
+
+The ``Watcher`` finds servers (every socket in the user's tmux socket directory, including
+ones that appear later, or only those named with -L / -S) and runs their observers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import shutil
+import socket
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from tmuxlocd.config import Config
+from tmuxlocd.control import ControlClient, tmux_env
+from tmuxlocd.errors import RowError, TmuxUnavailable
+from tmuxlocd.hub import Hub
+from tmuxlocd.model import (
+    DIGEST_FORMAT,
+    DIGEST_NAME,
+    PANE_FORMAT,
+    PANE_WINDOW_FORMAT,
+    SESSION_FORMAT,
+    WINDOW_FORMAT,
+    Pane,
+    ServerState,
+    Session,
+    Window,
+    Winlink,
+    compare_digest,
+    id_number,
+    parse_pane_row,
+    parse_session_row,
+    parse_window_query,
+    parse_window_row,
+    sort_winlinks,
+)
+from tmuxlocd.protocol import (
+    ClientSessionChanged,
+    Event,
+    LayoutChange,
+    Message,
+    Reply,
+    SessionChanged,
+    SessionRenamed,
+    SessionsChanged,
+    SessionWindowChanged,
+    SubscriptionChanged,
+    Unknown,
+    WindowAdd,
+    WindowClose,
+    WindowPaneChanged,
+    WindowRenamed,
+)
+
+log = logging.getLogger(__name__)
+
+# Hooks go at this index of each hook's array, so a user's hooks (normally at [0], [1] ...)
+# are never replaced; `set-hook -gu 'name[7741]'` removes exactly ours.
+HOOK_INDEX = 7741
+HOOKS = (
+    "window-layout-changed",
+    "window-pane-changed",
+    "window-linked",
+    "window-unlinked",
+    "window-renamed",
+    "session-renamed",
+    "session-created",
+    "session-closed",
+    "session-window-changed",
+    "pane-exited",
+    "pane-died",
+)
+
+LIST_SESSIONS = ("list-sessions", "-F", SESSION_FORMAT)
+LIST_WINDOWS = ("list-windows", "-a", "-F", WINDOW_FORMAT)
+LIST_PANES = ("list-panes", "-a", "-F", PANE_FORMAT)
+
+RETRY_MAX = 2.0  # seconds between attempts while a server is down (capped backoff)
+# After a hook wakes the waiter, a new waiter takes a few ms to register; two signals in that
+# gap cancel each other in tmux (wait-for semantics), so the structure is read once more
+# after this delay.  Cheap (one list-windows) and only after hook activity.
+HOOK_CONFIRM_DELAY = 0.025
+
+
+def socket_dir(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    return Path(env.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+
+
+def resolve_server(name_or_path: str, env: dict[str, str] | None = None) -> str:
+    """A -L name or a socket path -> the socket path."""
+    if "/" in name_or_path:
+        return os.path.abspath(name_or_path)
+    return str(socket_dir(env) / name_or_path)
+
+
+def socket_alive(path: str) -> bool:
+    """Is a tmux server listening on ``path``?  A connect() tells, and starts nothing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISSOCK(st.st_mode):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.setblocking(False)
+        try:
+            sock.connect(path)
+        except BlockingIOError:
+            return True  # the backlog is full: someone is there
+        except OSError as exc:
+            return exc.errno not in (errno.ECONNREFUSED, errno.ENOENT)
+    return True
+
+
+class ServerObserver:
+    def __init__(self, hub: Hub, socket_path: str, *, tmux: str, hooks: bool) -> None:
+        self.hub = hub
+        self.socket_path = socket_path
+        self.tmux = tmux
+        self.use_hooks = hooks
+        self.client: ControlClient | None = None
+        self.version = ""
+        self.pid: int | None = None
+        self.client_name = ""
+        self.channel = f"tmuxlocd-{os.getuid()}-{os.getpid()}"
+        self.synced = asyncio.Event()  # set after each first sync of an attachment
+        self._hooks_installed = False
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        # model
+        self.sessions: dict[str, Session] = {}
+        self.winlinks: tuple[Winlink, ...] = ()
+        self.windows: dict[str, Window] = {}
+        self.panes: dict[str, Pane] = {}
+        # what to re-read
+        self._dirty = asyncio.Event()
+        self._full = False
+        self._structure = False
+        self._dirty_windows: set[str] = set()
+        self._confirm: asyncio.TimerHandle | None = None
+        # barrier: requests are numbered; the sync loop records the last one it served
+        self._requested = 0
+        self._served = 0
+        self._served_cond = asyncio.Condition()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"observer {self.socket_path}")
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        client = self.client
+        if client is not None and not client.closed.is_set():
+            with contextlib.suppress(TmuxUnavailable):
+                await self._remove_hooks(client)
+            await client.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        self._release_waiters()
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._stopping.wait()
+
+    async def _run(self) -> None:
+        backoff = 0.05
+        while not self._stopping.is_set():
+            try:
+                attached = await self._attempt()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("observer failed", extra={"tmux_socket": self.socket_path})
+                self.hub.set_observer(self.socket_path, "error")
+                attached = False
+            if self._stopping.is_set():
+                break
+            if not socket_alive(self.socket_path):
+                self._went_down()
+            # It was up: re-attach at once; otherwise back off, capped.
+            backoff = 0.05 if attached else min(backoff * 2, RETRY_MAX)
+            await self._pause(backoff)
+
+    def _went_down(self) -> None:
+        self.sessions, self.winlinks, self.windows, self.panes = {}, (), {}, {}
+        self._hooks_installed = False
+        self.hub.server_down(self.socket_path)
+        self._release_waiters()
+
+    async def _probe_sessions(self) -> list[tuple[str, int]] | None:
+        """``list-sessions`` as a plain client: it never starts a server (no STARTSERVER)."""
+        if not socket_alive(self.socket_path):
+            return None
+        proc = await asyncio.create_subprocess_exec(
+            self.tmux, "-S", self.socket_path, "list-sessions", "-F",
+            "#{session_id} #{session_attached}",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=tmux_env(),
+        )
+        out, _ = await proc.communicate()
+        if proc.returncode != 0:
+            return None
+        sessions = []
+        for line in out.decode("utf-8", "replace").splitlines():
+            sid, _, attached = line.partition(" ")
+            if sid.startswith("$") and attached.isdigit():
+                sessions.append((sid, int(attached)))
+        return sessions
+
+    async def _attempt(self) -> bool:
+        """Attach once and serve until the client ends.  True if it was attached."""
+        sessions = await self._probe_sessions()
+        if sessions is None:
+            self._went_down()
+            return False
+        if not sessions:
+            # A running server with no session (exit-empty off) cannot be attached to; it
+            # has no panes, and is looked at again shortly.
+            return False
+        # Prefer a session a real client already has: attaching there changes no
+        # session_attached from 0 and no focus (measured side effects of attaching).
+        sid = min(sessions, key=lambda s: (s[1] == 0, id_number(s[0])))[0]
+        client = ControlClient(self._on_event)
+        await client.start(self.tmux, self.socket_path, sid)
+        self.client = client
+        sync_task: asyncio.Task[None] | None = None
+        waiter_task: asyncio.Task[None] | None = None
+        try:
+            (info,) = await client.run(
+                ("display-message", "-p", "#{pid}\t#{version}\t#{client_name}")
+            )
+            if not info.ok or not info.lines:
+                raise TmuxUnavailable("could not read server facts")
+            pid, version, name = [*info.lines[0].split("\t"), "", "", ""][:3]
+            self.pid = int(pid) if pid.isdigit() else None
+            self.version, self.client_name = version, name
+            await self._sync(full=True, structure=False, windows=set())
+            self.hub.set_observer(self.socket_path, "attached")
+            if self.use_hooks:
+                if not self._uses_message_hooks():
+                    waiter_task = asyncio.create_task(self._waiter())
+                await self._install_hooks(client)
+            await client.run(("refresh-client", "-B", f"{DIGEST_NAME}::{DIGEST_FORMAT}"))
+            self.synced.set()
+            sync_task = asyncio.create_task(self._sync_loop())
+            await client.closed.wait()
+            log.info(
+                "control client ended (%s)", client.exit_reason,
+                extra={"tmux_socket": self.socket_path},
+            )
+            return True
+        except TmuxUnavailable as exc:
+            log.info("observer detached: %s", exc, extra={"tmux_socket": self.socket_path})
+            return self.synced.is_set()
+        finally:
+            for task in (sync_task, waiter_task):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+            if self._confirm is not None:
+                self._confirm.cancel()
+                self._confirm = None
+            await client.close()
+            self.client = None
+            self.synced.clear()
+            if self.hub.server(self.socket_path).observer == "attached":
+                self.hub.set_observer(self.socket_path, "down")
+
+    # ------------------------------------------------------------------ hooks
+
+    def _uses_message_hooks(self) -> bool:
+        # tmux 3.4+ delivers `display-message -c <control client>` as a %message line: a
+        # push with no extra client.  3.3 has no such line, so it uses a wait-for channel.
+        digits = "".join(ch if ch.isdigit() or ch == "." else " " for ch in self.version)
+        parts = digits.split()
+        try:
+            major, minor = [*parts[0].split("."), "0"][:2]
+            return (int(major), int(minor or 0)) >= (3, 4)
+        except (ValueError, IndexError):
+            return False
+
+    def _hook_command(self, hook: str) -> str:
+        if self._uses_message_hooks():
+            return f"display-message -c '{self.client_name}' 'tmuxlocd {hook}'"
+        return f"wait-for -S {self.channel}"
+
+    async def _install_hooks(self, client: ControlClient) -> None:
+        replies = await client.run(
+            *(
+                ("set-hook", "-g", f"{hook}[{HOOK_INDEX}]", self._hook_command(hook))
+                for hook in HOOKS
+            )
+        )
+        self._hooks_installed = True
+        for hook, reply in zip(HOOKS, replies, strict=True):
+            if not reply.ok:
+                log.debug("hook %s not set: %s", hook, " ".join(reply.lines))
+
+    async def _remove_hooks(self, client: ControlClient) -> None:
+        if not self._hooks_installed:
+            return
+        self._hooks_installed = False
+        await client.run(
+            *(("set-hook", "-gu", f"{hook}[{HOOK_INDEX}]") for hook in HOOKS), timeout=1.0
+        )
+        if not self._uses_message_hooks():
+            # Release our waiter, which would otherwise sit in the server until it dies.
+            await client.run(("wait-for", "-S", self.channel), timeout=1.0)
+
+    async def _waiter(self) -> None:
+        """The unattached ``tmux wait-for`` client that hooks wake (tmux 3.3)."""
+        while True:
+            proc = await asyncio.create_subprocess_exec(
+                self.tmux, "-S", self.socket_path, "wait-for", self.channel,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                env=tmux_env(),
+                start_new_session=True,
+            )
+            try:
+                rc = await proc.wait()
+            except asyncio.CancelledError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+                raise
+            if rc != 0 or self._stopping.is_set():
+                return
+            self.mark(structure=True)
+            self._schedule_confirm()
+
+    def _schedule_confirm(self) -> None:
+        if self._confirm is None:
+            loop = asyncio.get_running_loop()
+
+            def confirm() -> None:
+                self._confirm = None
+                self.mark(structure=True)
+
+            self._confirm = loop.call_later(HOOK_CONFIRM_DELAY, confirm)
+
+    # ------------------------------------------------------------------ notifications
+
+    def _on_event(self, event: Event) -> None:
+        match event:
+            case LayoutChange(window_id=w) | WindowPaneChanged(window_id=w) | WindowRenamed(
+                window_id=w
+            ):
+                self.mark(windows=(w,))
+            case (
+                WindowAdd()
+                | WindowClose()
+                | SessionWindowChanged()
+                | SessionsChanged()
+                | SessionRenamed()
+                | SessionChanged()
+            ):
+                self.mark(structure=True)
+            case SubscriptionChanged(name=name, value=value) if name == DIGEST_NAME:
+                found = compare_digest(value, self.state())
+                if found.winlinks_differ or found.windows:
+                    self.mark(structure=found.winlinks_differ, windows=found.windows)
+            case Message(text=text) if text.startswith("tmuxlocd"):
+                self.mark(structure=True)
+            case ClientSessionChanged():
+                pass  # another client switched session: no pane moved
+            case Unknown(line=line):
+                log.debug("stray line from tmux: %r", line[:200])
+            case _:
+                pass
+
+    def mark(
+        self, *, full: bool = False, structure: bool = False, windows: Iterable[str] = ()
+    ) -> None:
+        self._full |= full
+        self._structure |= structure
+        self._dirty_windows.update(windows)
+        if self._full or self._structure or self._dirty_windows:
+            self._dirty.set()
+
+    # ------------------------------------------------------------------ syncing
+
+    async def sync(self) -> None:
+        """Barrier: a full re-read that started after this call was published."""
+        if self.client is None or not self.synced.is_set():
+            return
+        self._requested += 1
+        ticket = self._requested
+        self.mark(full=True)
+        async with self._served_cond:
+            await self._served_cond.wait_for(
+                lambda: self._served >= ticket or self.client is None
+            )
+
+    def _release_waiters(self) -> None:
+        self._served = self._requested
+
+        async def wake() -> None:
+            async with self._served_cond:
+                self._served_cond.notify_all()
+
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(wake())
+
+    async def _sync_loop(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            full, structure, windows = self._full, self._structure, self._dirty_windows
+            self._full, self._structure, self._dirty_windows = False, False, set()
+            ticket = self._requested
+            try:
+                await self._sync(full=full, structure=structure, windows=windows)
+            except RowError as exc:
+                log.warning("bad row from tmux, re-reading everything: %s", exc)
+                self.mark(full=True)
+                continue
+            if ticket > self._served:
+                self._served = ticket
+                async with self._served_cond:
+                    self._served_cond.notify_all()
+
+    def state(self) -> ServerState:
+        return ServerState(
+            socket_path=self.socket_path,
+            pid=self.pid,
+            running=True,
+            sessions=dict(self.sessions),
+            winlinks=self.winlinks,
+            windows=dict(self.windows),
+            panes=dict(self.panes),
+        )
+
+    async def _sync(self, *, full: bool, structure: bool, windows: set[str]) -> None:
+        client = self.client
+        if client is None:
+            raise TmuxUnavailable("not attached")
+        if full:
+            rs, rw, rp = await client.run(LIST_SESSIONS, LIST_WINDOWS, LIST_PANES)
+            _check(rs, rw, rp)
+            self._apply_structure(rs, rw)
+            panes: dict[str, Pane] = {}
+            for row in rp.lines:
+                pane = parse_pane_row(row)
+                panes[pane.id] = pane
+            self.panes = panes
+        else:
+            if structure:
+                rs, rw = await client.run(LIST_SESSIONS, LIST_WINDOWS)
+                _check(rs, rw)
+                windows |= self._apply_structure(rs, rw)
+            windows = {w for w in windows if w in self.windows} if structure else windows
+            if windows:
+                order = sorted(windows, key=id_number)
+                replies = await client.run(
+                    *(("list-panes", "-t", w, "-F", PANE_WINDOW_FORMAT) for w in order)
+                )
+                for wid, reply in zip(order, replies, strict=True):
+                    self._apply_window(wid, reply)
+        self.hub.update(self.state())
+
+    def _apply_structure(self, rs: Reply, rw: Reply) -> set[str]:
+        """Take sessions and winlinks; return the windows whose panes must be re-read."""
+        self.sessions = {s.id: s for s in map(parse_session_row, rs.lines)}
+        links: list[Winlink] = []
+        windows: dict[str, Window] = {}
+        for row in rw.lines:
+            link, window = parse_window_row(row)
+            links.append(link)
+            windows[window.id] = window
+        stale: set[str] = set()
+        for wid, window in windows.items():
+            old = self.windows.get(wid)
+            if old is None or old.layout != window.layout or old.active_pane != window.active_pane:
+                stale.add(wid)
+        gone = set(self.windows) - set(windows)
+        if gone:
+            self.panes = {k: p for k, p in self.panes.items() if p.window_id not in gone}
+        self.winlinks = tuple(sort_winlinks(links))
+        self.windows = windows
+        return stale
+
+    def _apply_window(self, wid: str, reply: Reply) -> None:
+        if not reply.ok:
+            # The window went away between the notification and the query: the structure
+            # tells where its panes are now.
+            self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
+            self.windows.pop(wid, None)
+            self.mark(structure=True)
+            return
+        window, panes = parse_window_query(reply.lines)
+        self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
+        for pane in panes:
+            self.panes[pane.id] = pane
+        if window is not None:
+            self.windows[wid] = window
+        if not any(link.window_id == wid for link in self.winlinks):
+            self.mark(structure=True)  # a window we have not seen linked yet
+
+
+def _check(*replies: Reply) -> None:
+    for reply in replies:
+        if not reply.ok:
+            raise TmuxUnavailable("tmux refused a query: " + " ".join(reply.lines)[:200])
+
+
+class Watcher:
+    """Finds the servers to watch and runs one observer for each."""
+
+    SCAN_INTERVAL = 1.0
+
+    def __init__(self, hub: Hub, config: Config, *, tmux: str | None = None) -> None:
+        self.hub = hub
+        self.config = config
+        self.tmux = tmux or shutil.which("tmux") or "tmux"
+        self.observers: dict[str, ServerObserver] = {}
+        self._scan: asyncio.Task[None] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+        explicit = [resolve_server(n) for n in config.socket_name]
+        explicit += [os.path.abspath(p) for p in config.socket_path]
+        self.explicit = explicit
+
+    async def start(self) -> None:
+        self.hub.syncer = self.sync
+        self.hub.notifier = self.notify
+        if self.explicit:
+            for path in self.explicit:
+                self._add(path)
+        else:
+            self._rescan()
+            self._scan = asyncio.create_task(self._scan_loop(), name="tmux socket scan")
+
+    def _add(self, path: str) -> None:
+        if path not in self.observers:
+            observer = ServerObserver(self.hub, path, tmux=self.tmux, hooks=self.config.hooks)
+            self.observers[path] = observer
+            self.hub.server(path)
+            observer.start()
+
+    def _rescan(self) -> None:
+        directory = socket_dir()
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            names = []
+        present = set()
+        for name in names:
+            path = str(directory / name)
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(os.stat(path).st_mode):
+                    present.add(path)
+                    self._add(path)
+        for path in list(self.observers):
+            # A socket file removed (the server exited cleanly): stop watching it once down.
+            if path not in present and self.hub.server(path).observer != "attached":
+                observer = self.observers.pop(path)
+                task = asyncio.create_task(observer.stop())
+                self._stopping.add(task)
+                task.add_done_callback(self._stopping.discard)
+                self.hub.server_down(path)
+                self.hub.forget(path)
+
+    async def _scan_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.SCAN_INTERVAL)  # a directory listing: no tmux work
+            self._rescan()
+
+    def _select(self, server: str | None) -> list[ServerObserver]:
+        if server is None:
+            return list(self.observers.values())
+        path = resolve_server(server)
+        return [o for p, o in self.observers.items() if p == path]
+
+    async def sync(self, server: str | None = None) -> None:
+        await asyncio.gather(*(o.sync() for o in self._select(server)))
+
+    def notify(self, server: str | None = None) -> None:
+        for observer in self._select(server):
+            observer.mark(structure=True)
+
+    async def wait_synced(self, timeout: float) -> None:
+        async def each(o: ServerObserver) -> None:
+            if socket_alive(o.socket_path):
+                await o.synced.wait()
+
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*(each(o) for o in self.observers.values()))
+
+    async def stop(self) -> None:
+        if self._scan is not None:
+            self._scan.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scan
+        await asyncio.gather(*(o.stop() for o in self.observers.values()))
