@@ -500,7 +500,9 @@ class ServerObserver:
         stale: set[str] = set()
         for wid, window in windows.items():
             old = self.windows.get(wid)
-            if old is None or old.layout != window.layout or old.active_pane != window.active_pane:
+            # The full layout names every pane and its geometry; zoom changes geometry without
+            # changing it, so the whole window row is compared.
+            if old != window:
                 stale.add(wid)
         gone = set(self.windows) - set(windows)
         if gone:
