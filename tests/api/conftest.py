@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.api.apitest import Api, serve_api
+from tmuxlocd.hub import Hub
+
+
+@pytest.fixture
+def hub() -> Hub:
+    return Hub()
+
+
+@pytest.fixture
+async def api(hub: Hub) -> AsyncIterator[Api]:
+    async for served in serve_api(hub, heartbeat=30.0):
+        yield served

@@ -1,0 +1,1196 @@
+"""HTTP API, version 1 (SPEC §4) and its change streams (SPEC §5).
+
+``create_app(hub)`` builds the aiohttp application served on every listener.  Handlers only
+read the hub (and ask it to re-sync); identity comes from the kernel (``SO_PEERCRED`` on Unix
+sockets), never from anything the client says.  Every answer is JSON encoded by msgspec, and
+every error, aiohttp's own included, has the form ``{"error": {"code", "message"}}``.
+
+Each change stream is its own request task with a bounded hub queue: a slow reader blocks
+only its own writes, and when it falls too far behind it is told ``lagged`` and given a fresh
+snapshot instead of growing the daemon's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import ipaddress
+import logging
+import os
+import re
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Literal, NoReturn
+
+import msgspec
+from aiohttp import web
+
+from tmuxlocd import __version__
+from tmuxlocd.errors import LayoutError
+from tmuxlocd.events import (
+    CHANGE_TYPES,
+    HEARTBEAT_JSON,
+    Event,
+    PaneAdded,
+    PaneChanged,
+    PaneRemoved,
+    ServerDown,
+    ServerUp,
+    SnapshotEvent,
+    encoder,
+    event_type,
+    pane_key,
+)
+from tmuxlocd.hub import QUEUE_SIZE, Hub, Published, Subscriber, location_of
+from tmuxlocd.identity import SelfAnswer, identify, peer_credentials
+from tmuxlocd.layout import DIRECTIONS, Direction, neighbors_of_layout
+from tmuxlocd.location import Location, Neighbors, PaneRef, changed_fields, text_form
+from tmuxlocd.model import id_number
+from tmuxlocd.observer import resolve_server
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 64 * 1024  # SPEC §6
+MAX_STREAMS = 1000
+HEARTBEAT_S = 15.0
+WRITE_TIMEOUT_S = 30.0  # a stream whose reader takes no bytes for this long is ended
+LIMIT_DEFAULT = 100
+LIMIT_MAX = 1000
+
+# ----------------------------------------------------------------------------------------------
+# Errors.
+
+_CODE_OF_STATUS = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "ambiguous",
+    413: "payload_too_large",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """An answer with an error body; raised anywhere below a handler."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+
+
+class _ErrorBody(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+
+
+class _Error(msgspec.Struct, frozen=True):
+    error: _ErrorBody
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status,
+        body=encoder.encode(_Error(_ErrorBody(code, message))),
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def _bad(param: str, value: str, expected: str) -> NoReturn:
+    raise ApiError(400, f"bad_{param}", f"bad {param} {value!r}: expected {expected}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Application state.
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    tcp_token: str | None
+    heartbeat: float
+    max_streams: int
+    queue_size: int
+    write_timeout: float
+
+
+HUB = web.AppKey("hub", Hub)
+SETTINGS = web.AppKey("settings", Settings)
+STREAMS: web.AppKey[set[_Stream]] = web.AppKey("streams")
+
+
+def create_app(
+    hub: Hub,
+    *,
+    tcp_token: str | None = None,
+    heartbeat: float = HEARTBEAT_S,
+    max_streams: int = MAX_STREAMS,
+    queue_size: int = QUEUE_SIZE,
+    write_timeout: float = WRITE_TIMEOUT_S,
+) -> web.Application:
+    """The v1 application over ``hub``.
+
+    ``tcp_token`` is the bearer token TCP requests must carry (None: every TCP request gets
+    401).  ``heartbeat``, ``max_streams`` and ``queue_size`` (per stream, before it is
+    lagged) are the SPEC's figures by default; tests shorten them.
+    """
+    app = web.Application(middlewares=[_errors, _guard], client_max_size=MAX_BODY)
+    app[HUB] = hub
+    app[SETTINGS] = Settings(
+        tcp_token=tcp_token,
+        heartbeat=heartbeat,
+        max_streams=max_streams,
+        queue_size=queue_size,
+        write_timeout=write_timeout,
+    )
+    app[STREAMS] = set()
+    app.on_shutdown.append(_end_streams)
+    app.router.add_routes(
+        [
+            web.get("/v1/self", get_self),
+            web.get("/v1/panes", get_panes),
+            web.get("/v1/panes/{pane}", get_pane),
+            web.get("/v1/panes/{pane}/neighbors", get_neighbors),
+            web.get("/v1/panes/{pane}/neighbors/{direction}", get_neighbors),
+            web.get("/v1/tree", get_tree),
+            web.get("/v1/events", get_events),
+            web.post("/v1/sync", post_sync),
+            web.post("/v1/notify", post_notify),
+            web.get("/v1/health", get_health),
+        ]
+    )
+    return app
+
+
+async def _end_streams(app: web.Application) -> None:
+    # Long-lived responses must end here, or a graceful stop waits out its whole timeout.
+    streams = app[STREAMS]
+    for stream in list(streams):
+        stream.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# Middlewares: errors outermost, then who may ask.
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc.status, exc.code, exc.message, exc.headers)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _http_error(request, exc)
+    except (asyncio.CancelledError, ConnectionError):
+        raise
+    except Exception:
+        log.exception(
+            "request failed", extra={"http_method": request.method, "http_path": request.path}
+        )
+        return error_response(500, "internal_error", "internal error; see the daemon log")
+
+
+def _http_error(request: web.Request, exc: web.HTTPException) -> web.Response:
+    headers: dict[str, str] = {}
+    if exc.status == 404:
+        message = f"no such resource: {request.path}"
+    elif exc.status == 405:
+        allow = exc.headers.get("Allow", "")
+        headers["Allow"] = allow
+        message = f"{request.method} is not allowed on {request.path} (allowed: {allow})"
+    elif exc.status == 413:
+        message = f"request body larger than {MAX_BODY} bytes"
+    else:
+        message = exc.reason
+    code = _CODE_OF_STATUS.get(exc.status, "bad_request" if exc.status < 500 else "internal_error")
+    return error_response(exc.status, code, message, headers)
+
+
+Listener = Literal["unix", "tcp"]
+
+
+def _listener(request: web.Request) -> tuple[Listener, int | None]:
+    """The kind of socket the request came on, and (Unix) the peer's pid."""
+    transport = request.transport
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        raise ApiError(403, "forbidden", "the connection is gone")
+    if sock.family == socket.AF_UNIX:
+        peer = peer_credentials(sock)
+        if peer is None:
+            raise ApiError(403, "forbidden", "no peer credentials on this socket")
+        if peer.uid != _UID:
+            raise ApiError(
+                403, "forbidden", f"uid {peer.uid} may not use the daemon of uid {_UID}"
+            )
+        return "unix", peer.pid
+    return "tcp", None
+
+
+_UID = os.getuid()
+
+
+def _loopback_host(host: str) -> bool:
+    if host.startswith("["):
+        name = host[1 : host.find("]")] if "]" in host else ""
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if name.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    kind, _ = _listener(request)
+    if kind == "tcp":
+        token = request.app[SETTINGS].tcp_token
+        given = request.headers.get("Authorization", "")
+        if token is None or not hmac.compare_digest(
+            given.encode("utf-8", "replace"), f"Bearer {token}".encode()
+        ):
+            raise ApiError(
+                401,
+                "unauthorized",
+                "TCP requests need 'Authorization: Bearer <token>'",
+                {"WWW-Authenticate": "Bearer"},
+            )
+        if not _loopback_host(request.headers.get("Host", "")):
+            raise ApiError(403, "forbidden", "the Host header must name a loopback host")
+    length = request.content_length
+    if length is not None and length > MAX_BODY:
+        raise ApiError(413, "payload_too_large", f"request body larger than {MAX_BODY} bytes")
+    return await handler(request)
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameters and ids.
+
+_NUMBER = r"[0-9]{1,9}"
+_PANE_RE = re.compile(rf"%?({_NUMBER})")
+_WINDOW_RE = re.compile(rf"@?({_NUMBER})")
+_SESSION_RE = re.compile(rf"\$?({_NUMBER})")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def parse_id(value: str, kind: Literal["pane", "window", "session"]) -> str:
+    """``3``/``%3`` -> ``%3`` (and ``@``/``$`` likewise); ``self`` stays ``self``."""
+    if value == "self":
+        return value
+    pattern, sigil = {
+        "pane": (_PANE_RE, "%"),
+        "window": (_WINDOW_RE, "@"),
+        "session": (_SESSION_RE, "$"),
+    }[kind]
+    m = pattern.fullmatch(value)
+    if m is None:
+        raise ApiError(
+            400,
+            f"bad_{kind}_id",
+            f"bad {kind} id {value!r}: expected a number, {sigil}N or self",
+        )
+    return f"{sigil}{int(m.group(1))}"
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    value = request.query.get(name)
+    if value is None:
+        return False
+    if value.lower() in _TRUE or value == "":
+        return True
+    if value.lower() in _FALSE:
+        return False
+    _bad(name, value, "0 or 1")
+
+
+def _int(request: web.Request, name: str, default: int | None, low: int, high: int) -> int | None:
+    value = request.query.get(name)
+    if value is None:
+        return default
+    if not value.isdigit() or not low <= int(value) <= high:
+        _bad(name, value, f"an integer from {low} to {high}")
+    return int(value)
+
+
+def _choice(request: web.Request, name: str, choices: Sequence[str]) -> str | None:
+    value = request.query.get(name)
+    if value is not None and value not in choices:
+        _bad(name, value, " or ".join(choices))
+    return value
+
+
+class _Query:
+    """One request's view of the hub: who the caller is, which server it names."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.hub = request.app[HUB]
+        self.accept_ancestor = _choice(request, "accept", ("ancestor",)) is not None
+        self._self: SelfAnswer | None = None
+
+    def who(self) -> SelfAnswer:
+        if self._self is None:
+            kind, pid = _listener(self.request)
+            if kind != "unix" or pid is None:
+                raise ApiError(
+                    400,
+                    "no_peer_credentials",
+                    "'self' needs the Unix socket: TCP carries no peer credentials",
+                )
+            self._self = identify(self.hub, pid, accept_ancestor=self.accept_ancestor)
+        return self._self
+
+    def self_location(self) -> Location:
+        answer = self.who()
+        if answer.location is None:
+            raise ApiError(
+                404,
+                "not_in_a_pane",
+                f"the caller (pid {answer.caller.pid}) is not in a tmux pane: {answer.reason}",
+            )
+        return answer.location
+
+    def server(self) -> str | None:
+        value = self.request.query.get("server")
+        if value is None:
+            return None
+        if value == "self":
+            return self.self_location().server.socket_path
+        if not value or "\0" in value:
+            _bad("server", value, "a socket path, a -L name or self")
+        path = resolve_server(value)
+        if path not in self.hub.servers:
+            raise ApiError(404, "not_found", f"no watched tmux server at {path}")
+        return path
+
+    def pane(self, raw: str) -> Location:
+        pane_id = parse_id(raw, "pane")
+        if pane_id == "self":
+            return self.self_location()
+        found = self.hub.find_pane(pane_id, self.server())
+        if not found:
+            raise ApiError(404, "not_found", f"no pane {pane_id}")
+        if len(found) > 1:
+            raise _ambiguous("pane", pane_id, (loc.server.socket_path for loc in found))
+        return found[0]
+
+    def scope(self, kind: Literal["window", "session"], raw: str) -> tuple[str, str]:
+        """A window or session id -> (socket path, id), on the one server that has it."""
+        ident = parse_id(raw, kind)
+        if ident == "self":
+            loc = self.self_location()
+            return loc.server.socket_path, loc.window.id if kind == "window" else loc.session.id
+        server = self.server()
+        paths = [
+            path
+            for path, entry in self.hub.servers.items()
+            if (server is None or path == server)
+            and ident in (entry.state.windows if kind == "window" else entry.state.sessions)
+        ]
+        if not paths:
+            raise ApiError(404, "not_found", f"no {kind} {ident}")
+        if len(paths) > 1:
+            raise _ambiguous(kind, ident, paths)
+        return paths[0], ident
+
+    async def fresh(self) -> None:
+        if _flag(self.request, "fresh"):
+            # Shielded: a client hanging up must not cancel a re-sync others may share.
+            await asyncio.shield(self.hub.sync())
+
+
+def _ambiguous(kind: str, ident: str, paths: Iterable[str]) -> ApiError:
+    listed = ", ".join(sorted(paths))
+    return ApiError(
+        409, "ambiguous", f"{kind} {ident} exists on several servers ({listed}); add ?server="
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Snapshot answers: JSON or text, with a strong ETag.
+
+
+def _etag(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    for candidate in header.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == etag:
+            return True
+    return False
+
+
+def _answer(
+    request: web.Request, body: bytes, content_type: str = "application/json"
+) -> web.Response:
+    etag = _etag(body)
+    inm = request.headers.get("If-None-Match")
+    headers = {"ETag": etag, "Vary": "Accept"}
+    if inm is not None and _etag_matches(inm, etag):
+        return web.Response(status=304, headers=headers)
+    if content_type == "text/plain":
+        return web.Response(body=body, content_type="text/plain", charset="utf-8", headers=headers)
+    return web.Response(body=body, content_type=content_type, headers=headers)
+
+
+def _json(request: web.Request, value: object) -> web.Response:
+    return _answer(request, encoder.encode(value))
+
+
+def _wants_text(request: web.Request) -> bool:
+    fmt = _choice(request, "format", ("json", "text"))
+    if fmt is not None:
+        return fmt == "text"
+    accept = request.headers.get("Accept", "")
+    return "text/plain" in accept and "application/json" not in accept
+
+
+def _json_only(request: web.Request) -> None:
+    _choice(request, "format", ("json",))
+
+
+def _text_options(request: web.Request) -> tuple[int | None, bool]:
+    return _int(request, "turn", None, 0, 10**9), _flag(request, "neighbors")
+
+
+# ----------------------------------------------------------------------------------------------
+# Handlers.
+
+
+async def get_self(request: web.Request) -> web.StreamResponse:
+    q = _Query(request)
+    text = _wants_text(request)
+    turn, with_neighbors = _text_options(request)
+    await q.fresh()
+    answer = q.who()
+    if not text:
+        return _json(request, answer)
+    if answer.location is None:
+        return web.Response(status=204)
+    body = text_form(answer.location, turn=turn, with_neighbors=with_neighbors)
+    return _answer(request, body.encode("utf-8"), "text/plain")
+
+
+async def get_pane(request: web.Request) -> web.StreamResponse:
+    q = _Query(request)
+    text = _wants_text(request)
+    turn, with_neighbors = _text_options(request)
+    await q.fresh()
+    loc = q.pane(request.match_info["pane"])
+    if not text:
+        return _json(request, loc)
+    body = text_form(loc, turn=turn, with_neighbors=with_neighbors)
+    return _answer(request, body.encode("utf-8"), "text/plain")
+
+
+class PaneSummary(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    index: int
+    active: bool
+    left: int
+    top: int
+    width: int
+    height: int
+    window_id: str
+    session_id: str
+    neighbors: Neighbors
+
+
+class PanesAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    panes: Sequence[Location | PaneSummary]
+    total: int
+    truncated: bool
+
+
+def _summary(loc: Location) -> PaneSummary:
+    p = loc.pane
+    return PaneSummary(
+        id=p.id,
+        index=p.index,
+        active=p.active,
+        left=p.left,
+        top=p.top,
+        width=p.width,
+        height=p.height,
+        window_id=loc.window.id,
+        session_id=loc.session.id,
+        neighbors=loc.neighbors,
+    )
+
+
+class Selection(msgspec.Struct, frozen=True, kw_only=True):
+    """Which panes a request selected: every given filter must match."""
+
+    server: str | None = None
+    pane: str | None = None
+    window: str | None = None
+    session: str | None = None
+
+    @property
+    def scoped(self) -> bool:
+        return self.window is not None or self.session is not None
+
+    def matches(self, loc: Location) -> bool:
+        if self.server is not None and loc.server.socket_path != self.server:
+            return False
+        if self.pane is not None and loc.pane.id != self.pane:
+            return False
+        if self.window is not None and loc.window.id != self.window:
+            return False
+        return self.session is None or (
+            loc.session.id == self.session
+            or any(link.session_id == self.session for link in loc.links)
+        )
+
+
+def _selection(q: _Query, *, pane: str | None = None) -> Selection:
+    """The filters ``server``, ``window``, ``session`` (and ``pane`` for streams)."""
+    query = q.request.query
+    server = q.server()
+    pane_id: str | None = None
+    if pane is not None:
+        loc = q.pane(pane)
+        server, pane_id = loc.server.socket_path, loc.pane.id
+    window = session = None
+    if "window" in query:
+        path, window = q.scope("window", query["window"])
+        server = _same_server(server, path)
+    if "session" in query:
+        path, session = q.scope("session", query["session"])
+        server = _same_server(server, path)
+    return Selection(server=server, pane=pane_id, window=window, session=session)
+
+
+def _same_server(current: str | None, path: str) -> str:
+    if current is not None and current != path:
+        raise ApiError(404, "not_found", "the filters name different servers: nothing matches")
+    return path
+
+
+def _sort_key(loc: Location) -> tuple[str, int, int, int]:
+    return (loc.server.socket_path, id_number(loc.session.id), loc.window.index, loc.pane.index)
+
+
+async def get_panes(request: web.Request) -> web.StreamResponse:
+    q = _Query(request)
+    _json_only(request)
+    limit = _int(request, "limit", LIMIT_DEFAULT, 0, LIMIT_MAX)
+    offset = _int(request, "offset", 0, 0, 10**9)
+    assert limit is not None and offset is not None
+    summary = _choice(request, "detail", ("full", "summary")) == "summary"
+    await q.fresh()
+    selection = _selection(q)
+    matched = sorted(filter(selection.matches, q.hub.all_locations()), key=_sort_key)
+    page = matched[offset : offset + limit]
+    return _json(
+        request,
+        PanesAnswer(
+            panes=[_summary(loc) for loc in page] if summary else page,
+            total=len(matched),
+            truncated=offset + len(page) < len(matched),
+        ),
+    )
+
+
+class NeighborEntry(msgspec.Struct, frozen=True):
+    id: str
+    index: int
+    shared: int
+
+
+class NeighborsAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    pane: str
+    above: list[NeighborEntry]
+    below: list[NeighborEntry]
+    left: list[NeighborEntry]
+    right: list[NeighborEntry]
+
+
+class DirectionAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    pane: str
+    direction: str
+    panes: list[NeighborEntry]
+
+
+async def get_neighbors(request: web.Request) -> web.StreamResponse:
+    q = _Query(request)
+    _json_only(request)
+    raw = request.match_info.get("direction")
+    direction: Direction | None = None
+    if raw is not None:
+        if raw not in DIRECTIONS:
+            _bad("direction", raw, " or ".join(DIRECTIONS))
+        direction = DIRECTIONS[DIRECTIONS.index(raw)]
+    await q.fresh()
+    loc = q.pane(request.match_info["pane"])
+    try:
+        table = neighbors_of_layout(loc.window.layout).get(id_number(loc.pane.id), {})
+    except LayoutError:
+        table = {}
+    panes = q.hub.server(loc.server.socket_path).locations
+
+    def entries(d: Direction) -> list[NeighborEntry]:
+        out = []
+        for n in table.get(d, ()):
+            other = panes.get(f"%{n.pane}")
+            if other is not None:
+                out.append(NeighborEntry(other.pane.id, other.pane.index, n.shared))
+        return out
+
+    if direction is not None:
+        answer = DirectionAnswer(pane=loc.pane.id, direction=direction, panes=entries(direction))
+        return _json(request, answer)
+    return _json(
+        request,
+        NeighborsAnswer(
+            pane=loc.pane.id,
+            above=entries("above"),
+            below=entries("below"),
+            left=entries("left"),
+            right=entries("right"),
+        ),
+    )
+
+
+class TreeWindow(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    index: int
+    name: str
+    active: bool
+    zoomed: bool
+    layout: str
+    panes: list[PaneRef]
+
+
+class TreeSession(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    name: str
+    windows: list[TreeWindow]
+
+
+class TreeServer(msgspec.Struct, frozen=True, kw_only=True):
+    socket_path: str
+    pid: int | None
+    running: bool
+    sessions: list[TreeSession]
+
+
+class Tree(msgspec.Struct, frozen=True, kw_only=True):
+    servers: list[TreeServer]
+
+
+async def get_tree(request: web.Request) -> web.StreamResponse:
+    q = _Query(request)
+    _json_only(request)
+    await q.fresh()
+    only = q.server()
+    servers: list[TreeServer] = []
+    for path in sorted(q.hub.servers):
+        if only is not None and path != only:
+            continue
+        state = q.hub.servers[path].state
+        panes_of: dict[str, list[PaneRef]] = {}
+        for p in sorted(state.panes.values(), key=lambda p: p.index):
+            panes_of.setdefault(p.window_id, []).append(
+                PaneRef(
+                    id=p.id,
+                    index=p.index,
+                    active=p.active,
+                    tty=p.tty,
+                    pid=p.pid,
+                    left=p.left,
+                    top=p.top,
+                    width=p.width,
+                    height=p.height,
+                )
+            )
+        windows_of: dict[str, list[TreeWindow]] = {}
+        for link in state.winlinks:  # sorted by session id, then index
+            window = state.windows.get(link.window_id)
+            if window is None:
+                continue
+            windows_of.setdefault(link.session_id, []).append(
+                TreeWindow(
+                    id=window.id,
+                    index=link.index,
+                    name=window.name,
+                    active=link.active,
+                    zoomed=window.zoomed,
+                    layout=window.layout,
+                    panes=panes_of.get(window.id, []),
+                )
+            )
+        sessions = [
+            TreeSession(id=s.id, name=s.name, windows=windows_of.get(s.id, []))
+            for s in sorted(state.sessions.values(), key=lambda s: id_number(s.id))
+        ]
+        servers.append(
+            TreeServer(socket_path=path, pid=state.pid, running=state.running, sessions=sessions)
+        )
+    return _json(request, Tree(servers=servers))
+
+
+class ServerHealth(msgspec.Struct, frozen=True, kw_only=True):
+    socket_path: str
+    running: bool
+    sessions: int
+    windows: int
+    panes: int
+    observer: str
+    last_sync_age_s: float | None
+
+
+class Health(msgspec.Struct, frozen=True, kw_only=True):
+    status: str
+    version: str
+    uptime_s: float
+    servers: list[ServerHealth]
+    subscribers: int
+
+
+async def get_health(request: web.Request) -> web.StreamResponse:
+    _json_only(request)
+    hub = request.app[HUB]
+    now = time.monotonic()
+    servers = [
+        ServerHealth(
+            socket_path=path,
+            running=entry.state.running,
+            sessions=len(entry.state.sessions),
+            windows=len(entry.state.windows),
+            panes=len(entry.state.panes),
+            observer=entry.observer,
+            last_sync_age_s=None if entry.last_sync is None else round(now - entry.last_sync, 3),
+        )
+        for path, entry in sorted(hub.servers.items())
+    ]
+    return _json(
+        request,
+        Health(
+            status="ok",
+            version=__version__,
+            uptime_s=round(now - hub.started, 3),
+            servers=servers,
+            subscribers=len(hub.subscribers),
+        ),
+    )
+
+
+class SyncAnswer(msgspec.Struct, frozen=True):
+    seq: str
+
+
+async def post_sync(request: web.Request) -> web.StreamResponse:
+    q = _Query(request)
+    server = q.server()
+    seq = await asyncio.shield(q.hub.sync(server))
+    return web.Response(body=encoder.encode(SyncAnswer(seq)), content_type="application/json")
+
+
+class NotifyBody(msgspec.Struct, frozen=True, kw_only=True):
+    hook: str | None = None
+    server: str | None = None
+    target: str | None = None
+
+
+_TARGET_RE = re.compile(rf"[%@$]?{_NUMBER}")
+
+
+async def post_notify(request: web.Request) -> web.StreamResponse:
+    body = await request.read()
+    fields = NotifyBody()
+    if body.strip():
+        try:
+            fields = msgspec.json.decode(body, type=NotifyBody)
+        except msgspec.DecodeError as exc:
+            raise ApiError(400, "bad_json", f"the body is not a notify object: {exc}") from None
+    query = request.query
+    hook = fields.hook if fields.hook is not None else query.get("hook")
+    server = fields.server if fields.server is not None else query.get("server")
+    target = fields.target if fields.target is not None else query.get("target")
+    if target and _TARGET_RE.fullmatch(target) is None:
+        _bad("target", target, "a pane, window or session id")
+    if server is not None and (not server or "\0" in server):
+        _bad("server", server, "a socket path or a -L name")
+    path = resolve_server(server) if server else None
+    extra = {"tmux_hook": (hook or "")[:64], "tmux_server": path or "", "tmux_target": target}
+    log.debug("notified", extra=extra)
+    request.app[HUB].notify(path)
+    return web.Response(status=202, body=b'{"accepted":true}', content_type="application/json")
+
+
+# ----------------------------------------------------------------------------------------------
+# Change streams (SPEC §5).
+
+
+class _Snapshot(msgspec.Struct, frozen=True):
+    """What starts (or restarts) a stream, with the seq it reflects."""
+
+    seq: int
+    event: SnapshotEvent
+
+
+def _merge(old: Event, new: Event) -> Event | None:
+    """Two events of one pane within one interval, as one (None: they cancel out)."""
+    match old, new:
+        case PaneAdded(), PaneChanged(location=loc):
+            return PaneAdded(id=new.id, time=new.time, location=loc)
+        case PaneAdded(), PaneRemoved():
+            return None
+        case PaneChanged(changed=a), PaneChanged(location=loc, changed=b):
+            both = tuple(dict.fromkeys((*a, *b)))
+            return PaneChanged(id=new.id, time=new.time, location=loc, changed=both)
+        case PaneRemoved(last=last), PaneAdded(location=loc):
+            changed = tuple(changed_fields(last, loc))
+            if not changed:
+                return None
+            return PaneChanged(id=new.id, time=new.time, location=loc, changed=changed)
+        case _:
+            return new
+
+
+class _Coalescer:
+    """``?min_interval_ms``: at most one event per pane per interval, trailing edge kept.
+
+    Events are released in batches at least one interval apart; a batch holds at most one
+    (merged) event per pane, ordered by id, so every pane's latest state arrives at the end
+    of each interval and ids still increase along the stream.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.pending: dict[str, tuple[Event | None, int]] = {}
+        self.other: list[Published] = []
+        self.next_allowed = 0.0
+
+    def add(self, item: Published) -> None:
+        loc = location_of(item.event)
+        if loc is None:
+            self.other.append(item)
+            return
+        key = pane_key(loc.server.socket_path, loc.pane.id)
+        held = self.pending.get(key)
+        if held is None:
+            self.pending[key] = (item.event, item.seq)
+        else:
+            self.pending[key] = (
+                item.event if held[0] is None else _merge(held[0], item.event),
+                item.seq,
+            )
+
+    def clear(self) -> None:
+        self.pending.clear()
+        self.other.clear()
+
+    @property
+    def holding(self) -> bool:
+        return bool(self.pending or self.other)
+
+    def take(self, now: float) -> list[Published]:
+        if not self.holding or now < self.next_allowed:
+            return []
+        out = list(self.other)
+        for event, seq in self.pending.values():
+            if event is not None:
+                out.append(Published(seq, event, encoder.encode(event)))
+        out.sort(key=lambda p: p.seq)
+        self.clear()
+        self.next_allowed = now + self.interval
+        return out
+
+
+_SSE_HEARTBEAT = b": heartbeat\n\n"
+
+
+def _sse(ident: str, kind: str, data: Iterable[str | bytes]) -> bytes:
+    parts = [b"id: ", ident.encode(), b"\nevent: ", kind.encode(), b"\n"]
+    for line in data:
+        parts += [b"data: ", line.encode() if isinstance(line, str) else line, b"\n"]
+    parts.append(b"\n")
+    return b"".join(parts)
+
+
+StreamFormat = Literal["sse", "ndjson", "text"]
+
+
+class _Stream:
+    """One ``GET /v1/events`` connection."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        settings: Settings,
+        selection: Selection,
+        types: frozenset[str],
+        fmt: StreamFormat,
+        *,
+        interval: float | None,
+        turn: int | None,
+        with_neighbors: bool,
+    ) -> None:
+        self.hub = hub
+        self.settings = settings
+        self.selection = selection
+        self.types = types
+        self.fmt = fmt
+        self.turn = turn
+        self.with_neighbors = with_neighbors
+        self.coalescer = _Coalescer(interval) if interval else None
+        self.last_seq = 0
+        # Window/session selections: whether each pane is in the selection (absent: unknown,
+        # after an exact resume), so that a pane leaving it is told once, and only then.
+        self.members: dict[str, bool] = {}
+        self.members_known = True
+        self.last_text: str | None = None
+        self.sub: Subscriber | None = None
+        self.closing = False
+
+    # -------------------------------------------------------------- selection
+
+    def admits(self, event: Event) -> bool:
+        """The hub-side filter: cheap, stateless, called for every published event."""
+        if event_type(event) not in self.types:
+            return False
+        match event:
+            case ServerUp(server=ref) | ServerDown(server=ref):
+                return self.selection.server is None or ref.socket_path == self.selection.server
+            case PaneAdded(location=loc) | PaneRemoved(last=loc):
+                return self.selection.matches(loc)
+            case PaneChanged(location=loc, changed=changed):
+                if self.selection.matches(loc):
+                    return True
+                # It may have left the selection: the stream decides with what it knows.
+                return self.selection.scoped and (
+                    self.selection.server is None or loc.server.socket_path == self.selection.server
+                ) and any(f in changed for f in ("window.id", "session.id", "links"))
+            case _:
+                return True
+
+    def _relevant(self, item: Published) -> bool:
+        """The stream-side filter: membership of window/session selections."""
+        event = item.event
+        loc = location_of(event)
+        if loc is None or not self.selection.scoped:
+            return True
+        key = pane_key(loc.server.socket_path, loc.pane.id)
+        if isinstance(event, PaneRemoved):
+            self.members.pop(key, None)
+            return True  # admitted only when its last location was in the selection
+        now = self.selection.matches(loc)
+        was = self.members.get(key)
+        self.members[key] = now
+        if now:
+            return True
+        return was is True or (was is None and not self.members_known)
+
+    def snapshot(self) -> _Snapshot:
+        snap = self.hub.snapshot(self.selection.matches)
+        self.members = {pane_key(loc.server.socket_path, loc.pane.id): True for loc in snap.panes}
+        self.members_known = True
+        return _Snapshot(self.hub.seq, snap)
+
+    # -------------------------------------------------------------- output
+
+    def frame_event(self, event: Event, json: bytes | None = None) -> bytes:
+        data = encoder.encode(event) if json is None else json
+        if self.fmt == "ndjson":
+            return data + b"\n"
+        return _sse(event.id, event_type(event), (data,))
+
+    def frame_text(self, ident: str, kind: str, loc: Location | None, force: bool) -> bytes:
+        if loc is None:
+            if self.last_text is None and not force:
+                return b""
+            self.last_text = None
+            return _sse(ident, kind, (self.selection.pane or "",))
+        text = text_form(loc, turn=self.turn, with_neighbors=self.with_neighbors)
+        if text == self.last_text and not force:
+            return b""
+        self.last_text = text
+        return _sse(ident, kind, text.rstrip("\n").split("\n"))
+
+    def frame_snapshot(self, snap: _Snapshot) -> bytes:
+        if self.fmt != "text":
+            return self.frame_event(snap.event)
+        loc = snap.event.panes[0] if snap.event.panes else None
+        # A text stream always (re)starts with the whole text.
+        return self.frame_text(snap.event.id, "snapshot", loc, True)
+
+    def frame_items(self, items: Iterable[Published]) -> list[bytes]:
+        out: list[bytes] = []
+        for item in items:
+            if self.fmt == "text":
+                loc = None if isinstance(item.event, PaneRemoved) else location_of(item.event)
+                frame = self.frame_text(item.event.id, event_type(item.event), loc, False)
+                if frame:
+                    out.append(frame)
+            else:
+                out.append(self.frame_event(item.event, item.json))
+        return out
+
+    # -------------------------------------------------------------- life
+
+    def close(self) -> None:
+        self.closing = True
+        if self.sub is not None:
+            self.sub.close()
+
+    async def run(
+        self, request: web.Request, resume: int | None, reset: bool
+    ) -> web.StreamResponse:
+        loop = asyncio.get_running_loop()
+        content_type = "application/x-ndjson" if self.fmt == "ndjson" else "text/event-stream"
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": content_type,
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        with self.hub.subscribe(self.admits, self.settings.queue_size) as sub:
+            self.sub = sub
+            # Subscribed before the snapshot or the replay is taken, with no await between:
+            # nothing published from here on can be missed, and the seq check drops doubles.
+            first: list[bytes] = []
+            backlog: list[Published] = []
+            if resume is not None:
+                self.members_known = False
+                self.last_seq = resume
+                backlog = [
+                    item for item in self.hub.since(resume) if self.admits(item.event)
+                ]
+                # A text stream cannot resume its text: it starts from the current text.
+                if self.fmt == "text":
+                    backlog = []
+                    first.append(self.frame_snapshot(self.snapshot()))
+            else:
+                if reset:
+                    first.append(self.frame_event(self.hub.marker("reset")))
+                snap = self.snapshot()
+                self.last_seq = snap.seq
+                first.append(self.frame_snapshot(snap))
+            await response.prepare(request)
+            next_beat = loop.time() + self.settings.heartbeat
+            try:
+                out = first
+                pending = backlog
+                while True:
+                    now = loop.time()
+                    out += self._process(pending, now)
+                    if now >= next_beat:
+                        out.append(
+                            HEARTBEAT_JSON + b"\n" if self.fmt == "ndjson" else _SSE_HEARTBEAT
+                        )
+                        next_beat = now + self.settings.heartbeat
+                    if out:
+                        async with asyncio.timeout(self.settings.write_timeout):
+                            await response.write(b"".join(out))
+                        out = []
+                    timeout = next_beat - loop.time()
+                    if self.coalescer is not None and self.coalescer.holding:
+                        timeout = min(timeout, self.coalescer.next_allowed - loop.time())
+                    await sub.wait(max(timeout, 0.0))
+                    if sub.closed or self.closing:
+                        break
+                    if sub.lagged:
+                        # Dropped events: say so, and start over from a fresh snapshot.
+                        sub.drain()
+                        sub.lagged = False
+                        if self.coalescer is not None:
+                            self.coalescer.clear()
+                        out.append(self.frame_event(self.hub.marker("lagged")))
+                        snap = self.snapshot()
+                        self.last_seq = snap.seq
+                        out.append(self.frame_snapshot(snap))
+                    pending = sub.drain()
+                with contextlib.suppress(ConnectionError):
+                    await response.write_eof()
+            except (ConnectionError, TimeoutError):
+                # The reader went away, or stopped reading for write_timeout: end quietly.
+                pass
+        return response
+
+    def _process(self, items: list[Published], now: float) -> list[bytes]:
+        fresh = [item for item in items if item.seq > self.last_seq and self._relevant(item)]
+        if fresh:
+            self.last_seq = fresh[-1].seq
+        if self.coalescer is None:
+            return self.frame_items(fresh)
+        for item in fresh:
+            self.coalescer.add(item)
+        return self.frame_items(self.coalescer.take(now))
+
+
+async def get_events(request: web.Request) -> web.StreamResponse:
+    q = _Query(request)
+    query = request.query
+    fmt = _choice(request, "format", ("sse", "ndjson", "text"))
+    if fmt is None:
+        fmt = "ndjson" if "application/x-ndjson" in request.headers.get("Accept", "") else "sse"
+    types = CHANGE_TYPES
+    if "types" in query:
+        names = [t.strip() for t in query["types"].split(",") if t.strip()]
+        for name in names:
+            if name not in CHANGE_TYPES:
+                _bad("types", name, "a comma list of " + ", ".join(sorted(CHANGE_TYPES)))
+        types = frozenset(names)
+    interval_ms = _int(request, "min_interval_ms", None, 0, 3_600_000)
+    turn, with_neighbors = _text_options(request)
+    if fmt == "text" and "pane" not in query:
+        raise ApiError(400, "bad_format", "format=text needs ?pane= (self or an id)")
+    selection = _selection(q, pane=query.get("pane"))
+    since = request.headers.get("Last-Event-ID") or query.get("since")
+    resume = q.hub.parse_event_id(since) if since else None
+    streams = request.app[STREAMS]
+    settings = request.app[SETTINGS]
+    if len(streams) >= settings.max_streams:
+        raise ApiError(
+            503,
+            "too_many_streams",
+            f"at most {settings.max_streams} streams at once",
+            {"Retry-After": "1"},
+        )
+    stream = _Stream(
+        q.hub,
+        settings,
+        selection,
+        types,
+        "ndjson" if fmt == "ndjson" else "text" if fmt == "text" else "sse",
+        interval=interval_ms / 1000 if interval_ms else None,
+        turn=turn,
+        with_neighbors=with_neighbors,
+    )
+    streams.add(stream)
+    try:
+        return await stream.run(request, resume, reset=since is not None and resume is None)
+    finally:
+        streams.discard(stream)
+
+
+__all__ = [
+    "ApiError",
+    "Selection",
+    "create_app",
+    "error_response",
+    "parse_id",
+]

@@ -1,0 +1,375 @@
+"""The daemon's lifecycle (SPEC §6): listeners, the watcher, the API, and a clean stop.
+
+``serve()`` is one awaitable.  It binds every listener first (so that a second daemon fails
+fast and clients connecting early wait in the backlog instead of being refused), starts the
+watcher and gives it a moment for its first sync (so that the first ``/v1/self`` is already
+right), then serves until SIGTERM/SIGINT or the caller's ``shutdown`` event.  Stopping ends
+every stream, stops the watcher (which removes its tmux hooks) and removes the socket files
+it created, within 2 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import ipaddress
+import logging
+import os
+import secrets
+import signal
+import socket
+import stat
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from aiohttp import web
+
+from tmuxlocd import systemd
+from tmuxlocd.api import create_app
+from tmuxlocd.config import Config
+from tmuxlocd.errors import ConfigError
+from tmuxlocd.hub import Hub
+
+log = logging.getLogger(__name__)
+
+STOP_BUDGET = 2.0  # SPEC §6: stop within 2 s
+FIRST_SYNC_WAIT = 3.0  # at most this long before serving, for the first sync of each server
+TOKEN_FILE = "token"
+
+
+def default_socket_path(env: Mapping[str, str] | None = None) -> str:
+    """Where the daemon listens by default and where clients look (SPEC §6)."""
+    env = os.environ if env is None else env
+    if env.get("TMUXLOCD_SOCKET"):
+        return env["TMUXLOCD_SOCKET"]
+    if env.get("XDG_RUNTIME_DIR"):
+        return os.path.join(env["XDG_RUNTIME_DIR"], "tmuxlocd", "tmuxlocd.sock")
+    return f"/tmp/tmuxlocd-{os.getuid()}/tmuxlocd.sock"
+
+
+class Refused(Exception):
+    """The daemon cannot start; ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Listener:
+    name: str  # "unix:PATH" or "tcp:HOST:PORT", as given to on_ready
+    sock: socket.socket
+    owned_path: str | None = None  # a socket file this daemon created (and removes)
+    identity: tuple[int, int] | None = None  # its (st_dev, st_ino), to remove only ours
+
+    @property
+    def unix_path(self) -> str | None:
+        if self.sock.family != socket.AF_UNIX:
+            return None
+        name = self.sock.getsockname()
+        return name if isinstance(name, str) and name else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Unix sockets.
+
+
+def check_directory(directory: str) -> None:
+    """Create ``directory`` 0700 if missing; refuse one another user owns or others can write."""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        st = os.stat(directory)
+    except OSError as exc:
+        raise Refused(f"cannot use socket directory {directory}: {exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise Refused(f"{directory} is not a directory")
+    if st.st_uid != os.getuid():
+        raise Refused(f"socket directory {directory} is owned by uid {st.st_uid}, not by us")
+    if st.st_mode & 0o022:
+        raise Refused(
+            f"socket directory {directory} is writable by group or others "
+            f"(mode {stat.S_IMODE(st.st_mode):04o}); chmod go-w it or choose another"
+        )
+
+
+def _answers(path: str) -> bool:
+    """Does something accept connections on the Unix socket ``path``?"""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(path)
+        except OSError as exc:
+            # Refused or gone: stale.  Anything else (a full backlog, a timeout): someone is
+            # there, and a socket we cannot prove dead is not removed.
+            return exc.errno not in (errno.ECONNREFUSED, errno.ENOENT)
+    return True
+
+
+def bind_unix(path: str) -> Listener:
+    path = os.path.abspath(path)
+    check_directory(os.path.dirname(path))
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISSOCK(st.st_mode):
+            raise Refused(f"{path} exists and is not a socket; not touching it")
+        if _answers(path):
+            raise Refused(f"another tmuxlocd is already listening on {path}")
+        log.info("removed a stale socket", extra={"socket_path": path})
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        # Bound under a umask so that the file is never, even briefly, open to others.
+        old = os.umask(0o077)
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        sock.listen(128)
+        sock.setblocking(False)
+        st = os.stat(path)
+    except OSError as exc:
+        sock.close()
+        raise Refused(f"cannot listen on {path}: {exc}") from None
+    return Listener(f"unix:{path}", sock, owned_path=path, identity=(st.st_dev, st.st_ino))
+
+
+# ----------------------------------------------------------------------------------------------
+# TCP.
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def _tcp_name(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"tcp:[{host}]:{port}" if ":" in host else f"tcp:{host}:{port}"
+
+
+def bind_tcp(host: str, port: int) -> Listener:
+    address = "127.0.0.1" if host.lower() == "localhost" else host
+    if not _loopback(address):
+        raise Refused(
+            f"refusing to listen on {host}: TCP listeners must be on a loopback address "
+            "(127.0.0.1, ::1 or localhost)",
+            code=2,
+        )
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise Refused(f"cannot listen on tcp:{host}:{port}: {exc}") from None
+    return Listener(_tcp_name(sock), sock)
+
+
+def parse_listen(spec: str) -> tuple[str, str, int]:
+    """``unix:PATH`` -> ("unix", PATH, 0); ``tcp:HOST:PORT`` -> ("tcp", HOST, PORT)."""
+    kind, sep, rest = spec.partition(":")
+    if sep and kind == "unix" and rest:
+        return "unix", rest, 0
+    if sep and kind == "tcp":
+        host, sep2, port = rest.rpartition(":")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if sep2 and host and port.isdigit() and int(port) < 65536:
+            return "tcp", host, int(port)
+    raise ConfigError(f"bad listen address {spec!r}: expected unix:PATH or tcp:HOST:PORT")
+
+
+def inherited(sockets: list[socket.socket]) -> list[Listener]:
+    out: list[Listener] = []
+    for sock in sockets:
+        sock.setblocking(False)
+        if sock.family == socket.AF_UNIX:
+            out.append(Listener(f"unix:{sock.getsockname() or '(unnamed)'}", sock))
+        elif _loopback(sock.getsockname()[0]):
+            out.append(Listener(_tcp_name(sock), sock))
+        else:
+            raise Refused(f"the inherited socket {_tcp_name(sock)} is not on loopback", code=2)
+    return out
+
+
+def open_listeners(config: Config) -> list[Listener]:
+    """systemd's sockets if activated, else ``--listen``, else the default Unix socket."""
+    activated = systemd.listen_fds()
+    if activated:
+        return inherited(activated)
+    listeners: list[Listener] = []
+    try:
+        for spec in config.listen or (f"unix:{default_socket_path()}",):
+            kind, where, port = parse_listen(spec)
+            listeners.append(bind_unix(where) if kind == "unix" else bind_tcp(where, port))
+    except BaseException:
+        close_listeners(listeners)
+        raise
+    return listeners
+
+
+def close_listeners(listeners: list[Listener]) -> None:
+    for listener in listeners:
+        listener.sock.close()
+        if listener.owned_path is not None:
+            _remove_if_ours(listener.owned_path, listener.identity)
+
+
+def _remove_if_ours(path: str, identity: tuple[int, int] | None) -> None:
+    # A newer daemon may have replaced the file meanwhile: remove only the one we made.
+    with contextlib.suppress(OSError):
+        st = os.lstat(path)
+        if identity is None or (st.st_dev, st.st_ino) == identity:
+            os.unlink(path)
+
+
+def _token_directory(listeners: list[Listener]) -> str:
+    """Beside the first Unix socket, else beside where the default one would be."""
+    first = next((lis.unix_path for lis in listeners if lis.unix_path), None)
+    return os.path.dirname(first or os.path.abspath(default_socket_path()))
+
+
+def write_token(directory: str) -> tuple[str, str]:
+    """A fresh bearer token for TCP clients, in ``directory``/token (0600)."""
+    check_directory(directory)
+    token = secrets.token_urlsafe(32)
+    path = os.path.join(directory, TOKEN_FILE)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, token.encode())
+    finally:
+        os.close(fd)
+    return token, path
+
+
+# ----------------------------------------------------------------------------------------------
+# The lifecycle.
+
+
+class _Watcher(Protocol):
+    async def wait_synced(self, timeout: float) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def start_watcher(hub: Hub, config: Config) -> _Watcher:
+    # Imported here: the observer pulls in the tmux side, which the API alone does not need.
+    from tmuxlocd.observer import Watcher
+
+    watcher = Watcher(hub, config)
+    await watcher.start()
+    return watcher
+
+
+async def serve(
+    config: Config,
+    *,
+    shutdown: asyncio.Event | None = None,
+    on_ready: Callable[[list[str]], None] | None = None,
+) -> int:
+    """Run the daemon until SIGTERM/SIGINT or ``shutdown`` is set; the exit status.
+
+    0 after a clean stop; 1 when it cannot start (another daemon on the socket, an unsafe
+    socket directory); 2 for a bad listen address (e.g. TCP off loopback).
+    """
+    try:
+        listeners = open_listeners(config)
+    except Refused as exc:
+        log.error("%s", exc)
+        return exc.code
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return 2
+    token = token_path = None
+    if any(listener.sock.family != socket.AF_UNIX for listener in listeners):
+        try:
+            token, token_path = write_token(_token_directory(listeners))
+        except (Refused, OSError) as exc:
+            close_listeners(listeners)
+            log.error("cannot write the TCP token: %s", exc)
+            return 1
+    return await _run(config, listeners, token, token_path, shutdown or asyncio.Event(), on_ready)
+
+
+async def _run(
+    config: Config,
+    listeners: list[Listener],
+    token: str | None,
+    token_path: str | None,
+    shutdown: asyncio.Event,
+    on_ready: Callable[[list[str]], None] | None,
+) -> int:
+    loop = asyncio.get_running_loop()
+    hooked: list[signal.Signals] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        # Only the main thread may own signals; an embedding caller stops us via `shutdown`.
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(sig, shutdown.set)
+            hooked.append(sig)
+    hub = Hub()
+    app = create_app(hub, tcp_token=token)
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        # A stream whose client hung up ends at once instead of at its next heartbeat.
+        handler_cancellation=True,
+        shutdown_timeout=STOP_BUDGET / 2,
+    )
+    watcher: _Watcher | None = None
+    status = 0
+    try:
+        watcher = await start_watcher(hub, config)
+        await watcher.wait_synced(FIRST_SYNC_WAIT)
+        await runner.setup()
+        for listener in listeners:
+            await web.SockSite(runner, listener.sock).start()
+        names = [listener.name for listener in listeners]
+        log.info("listening", extra={"listeners": " ".join(names)})
+        systemd.notify("READY=1")
+        if on_ready is not None:
+            on_ready(names)
+        await shutdown.wait()
+        log.info("stopping")
+        systemd.notify("STOPPING=1")
+    except Exception:
+        log.exception("the daemon failed")
+        status = 1
+    finally:
+        started = time.monotonic()
+        # Streams end in the app's on_shutdown; the watcher's stop removes its tmux hooks.
+        stopping = [runner.cleanup()]
+        if watcher is not None:
+            stopping.append(watcher.stop())
+        try:
+            async with asyncio.timeout(STOP_BUDGET - 0.2):
+                results = await asyncio.gather(*stopping, return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException):
+                    log.error("error while stopping: %r", result)
+        except TimeoutError:
+            log.warning("stop took too long; exiting anyway")
+        close_listeners(listeners)
+        if token_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(token_path)
+        for sig in hooked:
+            loop.remove_signal_handler(sig)
+        log.debug("stopped", extra={"stop_s": round(time.monotonic() - started, 3)})
+    return status
+
+
+__all__ = ["Refused", "default_socket_path", "serve"]

@@ -1,0 +1,240 @@
+"""Who is calling: the peer process of a Unix-socket request, and the pane it is in (SPEC §2).
+
+The kernel vouches for the peer (``SO_PEERCRED``), and the peer's controlling tty
+(``/proc/<pid>/stat`` field 7, ``tty_nr``) is compared with each pane's ``pane_tty`` device.
+``TMUX_PANE`` is read only as a hint: terminals started from a pane inherit it.
+
+The parsing and the ancestor walk are pure functions over text and a process-table lookup;
+the ``/proc`` readers around them are thin, and nothing here starts a subprocess, because
+``GET /v1/self`` sits on the hot path of every client.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from collections.abc import Callable, Mapping
+from typing import Literal, NamedTuple
+
+import msgspec
+
+from tmuxlocd.hub import Hub
+from tmuxlocd.location import Location
+
+Reason = Literal["no_controlling_tty", "no_server", "tty_not_a_pane"]
+VerifiedBy = Literal["tty", "ancestor"]
+
+_PEERCRED = struct.Struct("3i")
+# An ancestor chain is short; the bound only protects against a cycle in a racing /proc.
+MAX_ANCESTORS = 64
+
+
+class Peer(NamedTuple):
+    pid: int
+    uid: int
+    gid: int
+
+
+class ProcStat(NamedTuple):
+    """The fields of ``/proc/<pid>/stat`` that identity needs."""
+
+    pid: int
+    ppid: int
+    tty_nr: int
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure parts.
+
+
+def parse_stat(text: str) -> ProcStat:
+    """Parse ``/proc/<pid>/stat``.
+
+    ``comm`` (field 2) is in parentheses and may itself hold spaces and parentheses, so the
+    fixed fields are read after the *last* ``)``: state, ppid, pgrp, session, tty_nr.
+    Raises ValueError on text that is not a stat line.
+    """
+    head, sep, tail = text.rpartition(")")
+    if not sep:
+        raise ValueError("no ')' in stat line")
+    pid = int(head.split("(", 1)[0])
+    fields = tail.split()
+    # fields[0] is field 3 (state): ppid is field 4, tty_nr field 7.
+    return ProcStat(pid=pid, ppid=int(fields[1]), tty_nr=int(fields[4]))
+
+
+def parse_environ(data: bytes) -> dict[str, str]:
+    """``/proc/<pid>/environ`` (NUL-separated ``KEY=VALUE``) -> dict; odd entries skipped."""
+    env: dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        key, sep, value = entry.partition(b"=")
+        if sep and key:
+            env[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return env
+
+
+def pane_id_hint(env: Mapping[str, str]) -> str | None:
+    """``TMUX_PANE`` when it looks like a pane id (``%N``), else None."""
+    value = env.get("TMUX_PANE", "")
+    if len(value) > 1 and value[0] == "%" and value[1:].isdigit():
+        return value
+    return None
+
+
+def nearest_tty_ancestor(
+    pid: int, stat_of: Callable[[int], ProcStat | None], *, limit: int = MAX_ANCESTORS
+) -> int:
+    """The ``tty_nr`` of the nearest proper ancestor of ``pid`` that has one, else 0.
+
+    ``stat_of`` looks a process up (None when it is gone or unreadable); the walk follows
+    ppid and stops at pid 1 or 0, at a vanished process, or after ``limit`` steps.
+    """
+    current = stat_of(pid)
+    steps = 0
+    while current is not None and current.ppid > 1 and steps < limit:
+        current = stat_of(current.ppid)
+        steps += 1
+        if current is not None and current.tty_nr != 0:
+            return current.tty_nr
+    return 0
+
+
+def pts_path(tty_nr: int) -> str | None:
+    """The ``/dev/pts/N`` path a Unix98 pty ``tty_nr`` would have (majors 136-143), else None.
+
+    The kernel encodes the device as ``(minor & 0xff) | (major << 8) | ((minor & ~0xff) << 12)``.
+    """
+    major = (tty_nr >> 8) & 0xFFF
+    minor = (tty_nr & 0xFF) | ((tty_nr >> 12) & 0xFFF00)
+    if 136 <= major <= 143:
+        return f"/dev/pts/{(major - 136) * 256 + minor}"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# Thin readers.
+
+
+def peer_credentials(sock: object) -> Peer | None:
+    """``SO_PEERCRED`` of a connected Unix socket (the transport's ``socket`` extra)."""
+    getsockopt = getattr(sock, "getsockopt", None)
+    if getsockopt is None:
+        return None
+    try:
+        raw = getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+    except OSError:
+        return None
+    pid, uid, gid = _PEERCRED.unpack(raw)
+    return Peer(pid, uid, gid)
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            return parse_stat(f.read())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_env_pane(pid: int) -> str | None:
+    """``TMUX_PANE`` of a process, or None if absent or unreadable (it may exit meanwhile)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return pane_id_hint(parse_environ(f.read()))
+    except OSError:
+        return None
+
+
+def _same_device(path: str, tty_nr: int) -> bool:
+    try:
+        return os.stat(path).st_rdev == tty_nr
+    except OSError:
+        return False
+
+
+def tty_path(pid: int, tty_nr: int) -> str | None:
+    """A path of the device ``tty_nr`` (the caller's controlling tty), if one is found."""
+    guess = pts_path(tty_nr)
+    if guess is not None and _same_device(guess, tty_nr):
+        return guess
+    for fd in (0, 1, 2):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/dev/") and _same_device(target, tty_nr):
+            return target
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# The answer of GET /v1/self.
+
+
+class Caller(msgspec.Struct, frozen=True, kw_only=True):
+    pid: int
+    tty: str | None
+    env_pane: str | None
+    ancestor_pane: str | None
+
+
+class SelfAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    inside_tmux: bool
+    verified_by: VerifiedBy | None
+    reason: Reason | None
+    caller: Caller
+    location: Location | None
+
+
+def identify(hub: Hub, pid: int, *, accept_ancestor: bool = False) -> SelfAnswer:
+    """Where process ``pid`` is, by the tty rule of SPEC §2 (with its hints)."""
+    own = read_stat(pid)
+    tty_nr = own.tty_nr if own is not None else 0
+    here = hub.panes_by_rdev(tty_nr)
+    ancestor_nr = nearest_tty_ancestor(pid, _stat_of_caller(pid, own))
+    ancestor = (here if ancestor_nr == tty_nr else hub.panes_by_rdev(ancestor_nr))
+    caller = Caller(
+        pid=pid,
+        tty=_caller_tty(pid, tty_nr, here),
+        env_pane=read_env_pane(pid),
+        ancestor_pane=ancestor[0].pane.id if ancestor else None,
+    )
+    if here:
+        return SelfAnswer(
+            inside_tmux=True, verified_by="tty", reason=None, caller=caller, location=here[0]
+        )
+    if accept_ancestor and ancestor:
+        return SelfAnswer(
+            inside_tmux=True,
+            verified_by="ancestor",
+            reason=None,
+            caller=caller,
+            location=ancestor[0],
+        )
+    reason: Reason
+    if tty_nr == 0:
+        reason = "no_controlling_tty"
+    elif not hub.any_running():
+        reason = "no_server"
+    else:
+        reason = "tty_not_a_pane"
+    return SelfAnswer(
+        inside_tmux=False, verified_by=None, reason=reason, caller=caller, location=None
+    )
+
+
+def _stat_of_caller(pid: int, own: ProcStat | None) -> Callable[[int], ProcStat | None]:
+    # The caller's own stat was just read: reuse it for the first step of the walk.
+    def stat_of(p: int) -> ProcStat | None:
+        return own if p == pid else read_stat(p)
+
+    return stat_of
+
+
+def _caller_tty(pid: int, tty_nr: int, here: list[Location]) -> str | None:
+    if tty_nr == 0:
+        return None
+    if here:
+        return here[0].pane.tty
+    return tty_path(pid, tty_nr)
