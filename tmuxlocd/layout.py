@@ -1,0 +1,370 @@
+"""tmux ``window_layout`` strings: parsing, formatting and pane neighbours (sans-I/O).
+
+A layout string is ``CSUM,BODY`` where ``CSUM`` is four lowercase hex digits (tmux's 16-bit
+checksum of ``BODY``) and ``BODY`` is one cell::
+
+    cell  := W "x" H "," X "," Y ( "," PANE | "{" cells "}" | "[" cells "]" )
+    cells := cell ( "," cell )*
+
+``{}`` holds cells side by side (left to right), ``[]`` holds cells stacked (top to bottom);
+``PANE`` is the number N of the pane id ``%N``.  Neighbouring cells are separated by exactly one
+border cell.  The format is tmux's own (``layout-custom.c``); tmux >= 3.2 always writes the pane
+number on leaves, so a leaf without one is rejected rather than guessed at.
+
+The parser is strict: it accepts exactly the strings tmux writes, so for every accepted string
+``format_layout(parse_layout(s)) == s``.  Everything is iterative (no recursion), so no input
+can raise ``RecursionError``; every failure is a :class:`~tmuxlocd.errors.LayoutError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Final, Literal
+
+import msgspec
+
+from tmuxlocd.errors import LayoutError
+
+__all__ = [
+    "DIRECTIONS",
+    "MAX_DEPTH",
+    "Direction",
+    "LayoutCell",
+    "Neighbor",
+    "Rect",
+    "format_layout",
+    "layout_checksum",
+    "neighbors",
+    "neighbors_of_layout",
+    "pane_rects",
+    "parse_layout",
+]
+
+Direction = Literal["above", "below", "left", "right"]
+DIRECTIONS: tuple[Direction, ...] = ("above", "below", "left", "right")
+
+# Splits nest alternately and every level costs at least two cells, so real layouts stay far
+# below this; the limit only bounds the work done for hostile input (and keeps msgspec's
+# recursive equality/hash on the resulting tree safe).
+MAX_DEPTH: Final = 256
+
+# tmux prints every number with %u, so each fits in 32 bits and has no leading zero.
+_UINT_MAX: Final = 0xFFFFFFFF
+_NUM: Final = r"(0|[1-9][0-9]{0,9})"
+_HEAD_RE: Final = re.compile(_NUM + "x" + _NUM + "," + _NUM + "," + _NUM)
+_PANE_RE: Final = re.compile("," + _NUM)
+_CSUM_RE: Final = re.compile(r"[0-9a-f]{4},")
+_CLOSER: Final = {"lr": "}", "tb": "]"}
+_OPENER: Final = {"lr": "{", "tb": "["}
+
+
+class Rect(msgspec.Struct, frozen=True):
+    """A pane's rectangle in cells, as tmux's ``pane_left/top/width/height``."""
+
+    left: int
+    top: int
+    width: int
+    height: int
+
+
+class LayoutCell(msgspec.Struct, frozen=True):
+    """One node of the layout tree: a pane (leaf) or a split holding child cells."""
+
+    width: int
+    height: int
+    left: int
+    top: int
+    kind: Literal["pane", "lr", "tb"]  # "lr" = {} left-right split, "tb" = [] top-bottom split
+    pane: int | None  # N of %N for leaves, None for splits
+    children: tuple[LayoutCell, ...] = ()
+
+
+class Neighbor(msgspec.Struct, frozen=True):
+    """A pane across one border from another; ``shared`` is the common edge length in cells."""
+
+    pane: int
+    shared: int
+
+
+def layout_checksum(body: str) -> int:
+    """tmux's checksum of a layout body: rotate right by one bit, add the byte, 16 bits."""
+    csum = 0
+    # Layout bodies are ASCII; other text is summed over its UTF-8 bytes so that the function
+    # is total (such a body never parses anyway).
+    for byte in body.encode("utf-8", "surrogatepass"):
+        csum = ((csum >> 1) | ((csum & 1) << 15)) + byte
+        csum &= 0xFFFF
+    return csum
+
+
+def _excerpt(text: str, pos: int) -> str:
+    """A short quoted piece of ``text`` around ``pos`` for error messages."""
+    start = max(0, pos - 20)
+    piece = text[start : pos + 20]
+    return f"{'…' if start else ''}{piece!r}{'…' if pos + 20 < len(text) else ''}"
+
+
+class _Frame:
+    """A split cell whose children are still being read."""
+
+    __slots__ = ("children", "height", "kind", "left", "top", "width")
+
+    def __init__(
+        self, kind: Literal["lr", "tb"], width: int, height: int, left: int, top: int
+    ) -> None:
+        self.kind: Literal["lr", "tb"] = kind
+        self.width = width
+        self.height = height
+        self.left = left
+        self.top = top
+        self.children: list[LayoutCell] = []
+
+
+def _uint(text: str, body: str, pos: int) -> int:
+    value = int(text)
+    if value > _UINT_MAX:
+        raise LayoutError(f"number {text} at offset {pos} exceeds 32 bits: {_excerpt(body, pos)}")
+    return value
+
+
+def _parse_body(body: str) -> LayoutCell:
+    stack: list[_Frame] = []
+    seen: set[int] = set()
+    pos = 0
+    end = len(body)
+    while True:
+        # A cell starts here: its head, then either its pane number or a split's opener.
+        head = _HEAD_RE.match(body, pos)
+        if head is None:
+            raise LayoutError(
+                f"expected a cell 'WxH,X,Y' at offset {pos} of the layout body: "
+                f"{_excerpt(body, pos)}"
+            )
+        width, height, left, top = (_uint(head.group(i), body, head.start(i)) for i in range(1, 5))
+        pos = head.end()
+        nxt = body[pos] if pos < end else ""
+        if nxt in ("{", "["):
+            if len(stack) >= MAX_DEPTH:
+                raise LayoutError(f"layout nests splits deeper than {MAX_DEPTH} levels")
+            stack.append(_Frame("lr" if nxt == "{" else "tb", width, height, left, top))
+            pos += 1
+            continue
+        number = _PANE_RE.match(body, pos)
+        if number is None:
+            raise LayoutError(
+                f"leaf cell ending at offset {pos} has no pane number (',N', '{{' or '[' "
+                f"expected): {_excerpt(body, pos)}"
+            )
+        pos = number.end()
+        if pos < end and body[pos] == "x":
+            raise LayoutError(
+                f"leaf cell before offset {number.start()} has no pane number (pre-1.8 "
+                f"layout format): {_excerpt(body, pos)}"
+            )
+        pane = _uint(number.group(1), body, number.start(1))
+        if pane in seen:
+            raise LayoutError(f"pane %{pane} appears twice in the layout")
+        seen.add(pane)
+        node = LayoutCell(width, height, left, top, "pane", pane)
+        # Hand the finished cell to its parent; close every split that ends here.
+        while True:
+            if not stack:
+                if pos != end:
+                    raise LayoutError(
+                        f"unexpected text after the layout at offset {pos}: {_excerpt(body, pos)}"
+                    )
+                return node
+            frame = stack[-1]
+            frame.children.append(node)
+            nxt = body[pos] if pos < end else ""
+            if nxt == ",":
+                pos += 1
+                break
+            if nxt == _CLOSER[frame.kind]:
+                pos += 1
+                stack.pop()
+                node = LayoutCell(
+                    frame.width,
+                    frame.height,
+                    frame.left,
+                    frame.top,
+                    frame.kind,
+                    None,
+                    tuple(frame.children),
+                )
+                continue
+            raise LayoutError(
+                f"expected ',' or {_CLOSER[frame.kind]!r} at offset {pos} of the layout body: "
+                f"{_excerpt(body, pos)}"
+            )
+
+
+def _check_geometry(root: LayoutCell) -> None:
+    """Children of a split must tile it exactly, one border cell apart (tmux's layout_check)."""
+    stack = [root]
+    while stack:
+        cell = stack.pop()
+        if cell.kind == "pane":
+            continue
+        across = cell.kind == "lr"
+        pos = cell.left if across else cell.top
+        for child in cell.children:
+            if across:
+                ok = child.top == cell.top and child.height == cell.height and child.left == pos
+                pos = child.left + child.width + 1
+            else:
+                ok = child.left == cell.left and child.width == cell.width and child.top == pos
+                pos = child.top + child.height + 1
+            if not ok:
+                raise LayoutError(
+                    f"cell {_cell_head(child)} does not fit its parent split "
+                    f"{_cell_head(cell)}{_OPENER[cell.kind]}…"
+                )
+            stack.append(child)
+        size = cell.left + cell.width if across else cell.top + cell.height
+        if pos - 1 != size:
+            raise LayoutError(
+                f"children of split {_cell_head(cell)}{_OPENER[cell.kind]}… do not add up "
+                f"to its {'width' if across else 'height'}"
+            )
+
+
+def _cell_head(cell: LayoutCell) -> str:
+    return f"{cell.width}x{cell.height},{cell.left},{cell.top}"
+
+
+def parse_layout(layout: str, *, check_geometry: bool = True) -> LayoutCell:
+    """Parse a tmux ``window_layout`` string into its cell tree.
+
+    The checksum is verified.  With ``check_geometry`` (the default) the children of every
+    split must also tile it exactly with one-cell borders, which tmux's own layouts always do;
+    neighbour computation relies on it.  Raises :class:`LayoutError` on anything else.
+    """
+    if not isinstance(layout, str):
+        raise LayoutError(f"layout must be a string, not {type(layout).__name__}")
+    if _CSUM_RE.match(layout) is None:
+        raise LayoutError(
+            "layout must start with a 4-digit lowercase hex checksum and a comma: "
+            f"{_excerpt(layout, 0)}"
+        )
+    body = layout[5:]
+    stated = int(layout[:4], 16)
+    actual = layout_checksum(body)
+    if stated != actual:
+        raise LayoutError(
+            f"layout checksum mismatch: the string says {stated:04x}, its body sums to "
+            f"{actual:04x}: {_excerpt(layout, 0)}"
+        )
+    root = _parse_body(body)
+    if check_geometry:
+        _check_geometry(root)
+    return root
+
+
+def format_layout(root: LayoutCell) -> str:
+    """Write a cell tree as tmux does, checksum included."""
+    out: list[str] = []
+    todo: list[LayoutCell | str] = [root]
+    depth = 0  # number of open splits, to refuse hand-built trees nested absurdly deep
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            out.append(item)
+            if item in ("}", "]"):
+                depth -= 1
+            continue
+        head = _cell_head(item)
+        if item.kind == "pane":
+            if item.pane is None or item.children:
+                raise LayoutError(f"pane cell {head} needs a pane number and no children")
+            out.append(f"{head},{item.pane}")
+            continue
+        if item.kind not in _CLOSER or item.pane is not None or not item.children:
+            raise LayoutError(f"split cell {head} needs kind lr/tb, children and no pane number")
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise LayoutError(f"layout nests splits deeper than {MAX_DEPTH} levels")
+        out.append(head + _OPENER[item.kind])
+        todo.append(_CLOSER[item.kind])
+        # Pushed in reverse so that they pop in order: child0 "," child1 "," ... childN.
+        for i in range(len(item.children) - 1, -1, -1):
+            todo.append(item.children[i])
+            if i:
+                todo.append(",")
+    body = "".join(out)
+    return f"{layout_checksum(body):04x},{body}"
+
+
+def pane_rects(root: LayoutCell) -> dict[int, Rect]:
+    """Pane number -> its rectangle, in layout order (left to right, top to bottom)."""
+    rects: dict[int, Rect] = {}
+    todo = [root]
+    while todo:
+        cell = todo.pop()
+        if cell.pane is not None:
+            rects[cell.pane] = Rect(cell.left, cell.top, cell.width, cell.height)
+        else:
+            todo.extend(reversed(cell.children))
+    return rects
+
+
+def _sorted(found: list[Neighbor]) -> tuple[Neighbor, ...]:
+    if len(found) > 1:
+        found.sort(key=lambda n: (-n.shared, n.pane))
+    return tuple(found)
+
+
+def neighbors(rects: Mapping[int, Rect]) -> dict[int, dict[Direction, tuple[Neighbor, ...]]]:
+    """For every pane and direction, the panes across that edge, largest shared length first.
+
+    Two panes are neighbours when exactly one border cell separates them (for ``right``:
+    ``other.left == r.left + r.width + 1``) and their ranges along that edge overlap by at
+    least one cell.  Panes touching only at a corner are not neighbours (tmux's own
+    ``{up-of}`` etc. also accept those).  All four keys are always present.
+    """
+    # Plain tuples and lists in the loop: attribute access on Structs would dominate.  Panes
+    # are bucketed by their left and top coordinates, so each pane only meets the panes that
+    # start one border past its right or bottom edge (no all-pairs scan).
+    boxes = [(p, r.left, r.top, r.left + r.width, r.top + r.height) for p, r in rects.items()]
+    found: dict[int, tuple[list[Neighbor], list[Neighbor], list[Neighbor], list[Neighbor]]] = {
+        p: ([], [], [], []) for p, *_ in boxes
+    }
+    by_left: dict[int, list[tuple[int, int, int, int, int]]] = {}
+    by_top: dict[int, list[tuple[int, int, int, int, int]]] = {}
+    for box in boxes:
+        by_left.setdefault(box[1], []).append(box)
+        by_top.setdefault(box[2], []).append(box)
+    for a, al, at, ar, ab in boxes:
+        a_lists = found[a]
+        # Right and bottom ends are exclusive, so the border column is ar and row is ab.
+        # Cheap overlap test first: most panes in a bucket lie elsewhere along the border.
+        for b, _, bt, _, bb in by_left.get(ar + 1, ()):
+            if bt < ab and at < bb:
+                shared = min(ab, bb) - max(at, bt)
+                a_lists[3].append(Neighbor(b, shared))
+                found[b][2].append(Neighbor(a, shared))
+        for b, bl, _, br, _ in by_top.get(ab + 1, ()):
+            if bl < ar and al < br:
+                shared = min(ar, br) - max(al, bl)
+                a_lists[1].append(Neighbor(b, shared))
+                found[b][0].append(Neighbor(a, shared))
+    return {
+        p: {
+            "above": _sorted(above),
+            "below": _sorted(below),
+            "left": _sorted(left),
+            "right": _sorted(right),
+        }
+        for p, (above, below, left, right) in found.items()
+    }
+
+
+@lru_cache(maxsize=1024)
+def neighbors_of_layout(layout: str) -> dict[int, dict[Direction, tuple[Neighbor, ...]]]:
+    """``neighbors(pane_rects(parse_layout(layout)))``, cached by layout string.
+
+    The same dict is returned for the same string, so callers must not modify it.
+    """
+    return neighbors(pane_rects(parse_layout(layout)))
