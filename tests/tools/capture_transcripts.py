@@ -13,6 +13,7 @@ from run to run; the tests only rely on the structure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -68,6 +69,8 @@ class Server:
     def __init__(self) -> None:
         Server.count += 1
         self.name = f"tmuxlocd-capture-{os.getpid()}-{Server.count}"
+        self.socket_path = ""
+        self.clients: list[subprocess.Popen[bytes]] = []
 
     def tmux(self, *args: str, check: bool = True) -> str:
         result = subprocess.run(
@@ -84,9 +87,20 @@ class Server:
         for name in sessions:
             self.tmux("new-session", "-d", "-s", name, "-x", "80", "-y", "24", "cat")
         self.tmux("set-option", "-g", "default-command", "cat")
+        self.socket_path = self.tmux("display-message", "-p", "#{socket_path}").strip()
 
     def kill(self) -> None:
+        # A control client still connected (after a failed capture) would keep the dying
+        # server waiting for it, so those go first.
+        for proc in self.clients:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         self.tmux("kill-server", check=False)
+        # tmux leaves its socket file behind.
+        if self.socket_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.socket_path)
 
 
 class Recorder:
@@ -100,6 +114,7 @@ class Recorder:
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV
         )
+        server.clients.append(self.proc)
         self.raw = bytearray()
         self.parser = ControlParser()
         self.events: list[Event] = []
@@ -228,6 +243,7 @@ def capture_notifications(out: Path) -> None:
             stderr=subprocess.DEVNULL,
             env=ENV,
         )
+        server.clients.append(other)
         assert other.stdin is not None
         other.stdin.write(b"switch-client -t A\n")
         other.stdin.flush()

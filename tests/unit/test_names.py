@@ -3,6 +3,7 @@ integration tests) for round-trip properties, and names captured from a control 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -189,12 +190,19 @@ def tmux_server() -> Iterator[tuple[str, str, bool]]:
     version = subprocess.run([tmux, "-V"], capture_output=True, text=True, check=True).stdout
     match = re.search(r"(\d+)\.(\d+)", version)
     dollar_rule = match is not None and (int(match[1]), int(match[2])) < (3, 4)
-    server = f"tmuxlocd-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    server = f"tmuxlocd-names-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    socket_path = b""
     try:
-        run_tmux(tmux, server, "new-session", "-d", "-s", "A", "cat")
+        socket_path = run_tmux(
+            tmux, server, "new-session", "-d", "-s", "A", "-P", "-F", "#{socket_path}", "cat"
+        ).strip()
         yield tmux, server, dollar_rule
     finally:
         subprocess.run([tmux, "-L", server, "kill-server"], capture_output=True, check=False)
+        # tmux leaves its socket file behind; a stale one would look like a server that is down.
+        if socket_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(socket_path)
 
 
 def run_tmux(tmux: str, server: str, *args: str) -> bytes:

@@ -8,6 +8,7 @@ against a private tmux server over a real control connection.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
@@ -693,22 +694,30 @@ class _Observer:
 
     def close(self) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(5)
+        self.proc.stdin.close()  # EOF detaches; tmux answers %exit and the client ends
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
 def observer() -> Iterator[_Observer]:
     tmux = _tmux()
-    server = f"tmuxlocd-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    server = f"tmuxlocd-proto-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
-    subprocess.run(
-        [tmux, "-L", server, "-f", "/dev/null", "new-session", "-d", "-s", "A", "cat"],
-        env=env,
-        check=True,
-    )
     client = None
+    socket_path = ""
     try:
+        new_session = ["new-session", "-d", "-s", "A", "-P", "-F", "#{socket_path}", "cat"]
+        socket_path = subprocess.run(
+            [tmux, "-L", server, "-f", "/dev/null", *new_session],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         client = _Observer(tmux, server)
         yield client
     finally:
@@ -717,6 +726,10 @@ def observer() -> Iterator[_Observer]:
         subprocess.run(
             [tmux, "-L", server, "kill-server"], env=env, capture_output=True, check=False
         )
+        # tmux leaves its socket file behind; a stale one would look like a server that is down.
+        if socket_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(socket_path)
 
 
 def echo(observer: _Observer, text: str) -> Reply:
