@@ -1,0 +1,678 @@
+"""The ``tmuxlocd`` command (SPEC §7).
+
+Start-up time matters here more than anywhere: ``notify`` runs from tmux hooks (one process
+per hook firing) and ``where`` runs once per turn of an agent.  So this module imports only
+the standard library's cheapest parts at load time, ``notify`` is handled before argparse is
+even imported, and ``where`` talks to the daemon over a hand-written HTTP/1.1 exchange that
+needs neither msgspec nor http.client.  Everything heavier (the typed client, the daemon) is
+imported by the command that needs it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Not `from typing import TYPE_CHECKING`: importing typing costs `notify` several ms, and
+# mypy treats any constant of this name the same way.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Mapping, Sequence
+
+    from tmuxlocd.client import Client, Tree
+    from tmuxlocd.events import Event
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NOT_IN_PANE = 3
+
+NOTIFY_TIMEOUT = 0.5  # a hook job must never linger: the daemon answers 202 at once
+WHERE_TIMEOUT = 3.0
+
+# ----------------------------------------------------------------------------------------------
+# Stdlib-only helpers shared by the fast paths.
+
+
+def daemon_socket(env: Mapping[str, str] | None = None) -> str:
+    """Where the daemon listens (SPEC §6).  The same rule as ``client.socket_path``, kept here
+    so that ``notify`` need not import the client (and msgspec with it)."""
+    env = os.environ if env is None else env
+    explicit = env.get("TMUXLOCD_SOCKET")
+    if explicit:
+        return explicit
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, "tmuxlocd", "tmuxlocd.sock")
+    return f"/tmp/tmuxlocd-{os.getuid()}/tmuxlocd.sock"
+
+
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def percent_encode(value: str) -> str:
+    """A query value, percent-encoded byte by byte (urllib.parse costs more to import)."""
+    return "".join(
+        chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in value.encode("utf-8", "replace")
+    )
+
+
+def query_string(params: Mapping[str, str | None]) -> str:
+    pairs = [f"{k}={percent_encode(v)}" for k, v in params.items() if v is not None]
+    return "?" + "&".join(pairs) if pairs else ""
+
+
+class RawResponse:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+class NoDaemon(Exception):
+    """Nothing answered on the daemon's socket."""
+
+
+def parse_response(data: bytes) -> RawResponse:
+    """A whole HTTP/1.1 response (read until the daemon closed) -> status, headers, body."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        raise ValueError("incomplete HTTP response")
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ValueError(f"bad status line {lines[0]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = dechunk(body)
+    elif "content-length" in headers:
+        body = body[: int(headers["content-length"])]
+    return RawResponse(int(parts[1]), headers, body)
+
+
+def dechunk(data: bytes) -> bytes:
+    out = bytearray()
+    while True:
+        size_line, sep, rest = data.partition(b"\r\n")
+        if not sep:
+            raise ValueError("truncated chunked body")
+        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            return bytes(out)
+        out += rest[:size]
+        data = rest[size + 2 :]
+
+
+def raw_request(
+    path: str, method: str, target: str, timeout: float, *, read_answer: bool = True
+) -> RawResponse | None:
+    """One HTTP/1.1 request with ``Connection: close`` on a fresh Unix-socket connection."""
+    # _socket, not socket: the wrapper module imports enum and selectors, which cost a hook
+    # job more than the whole exchange with the daemon.
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except OSError as exc:
+            raise NoDaemon(exc.strerror or str(exc)) from None
+        request = (
+            f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
+            "Connection: close\r\n\r\n"
+        )
+        sock.sendall(request.encode("utf-8"))
+        chunks: list[bytes] = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if not read_answer:
+                return None  # the daemon has taken the request: that is all a hook needs
+        return parse_response(b"".join(chunks))
+    finally:
+        sock.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# notify: the fast path.
+
+
+def parse_notify_args(args: Sequence[str]) -> dict[str, str] | None:
+    """``--hook/--server/--target`` (also ``--x=value``) -> values; None asks for help.
+
+    Anything else is ignored: notify runs from hooks, where an error message would land in
+    the user's pane and an exit status would help nobody.
+    """
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-h", "--help"):
+            return None
+        name, eq, value = arg.partition("=")
+        if name in ("--hook", "--server", "--target"):
+            if not eq:
+                if i + 1 >= len(args):
+                    break
+                i += 1
+                value = args[i]
+            out[name[2:]] = value
+        i += 1
+    return out
+
+
+def notify(
+    *,
+    hook: str | None = None,
+    server: str | None = None,
+    target: str | None = None,
+    path: str | None = None,
+    timeout: float = NOTIFY_TIMEOUT,
+) -> int:
+    """Tell the daemon that tmux changed.  Silent, and 0 whatever happens (SPEC §7)."""
+    try:
+        query = query_string({"hook": hook, "server": server, "target": target})
+        raw_request(
+            path or daemon_socket(), "POST", "/v1/notify" + query, timeout, read_answer=False
+        )
+    except (NoDaemon, OSError, ValueError):
+        pass  # no daemon, a slow one, or a garbled answer: nothing a hook could do about it
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------------
+# Entry point.
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "notify":
+        fast = parse_notify_args(args[1:])
+        if fast is not None:
+            return notify(hook=fast.get("hook"), server=fast.get("server"),
+                          target=fast.get("target"))
+    parser = build_parser()
+    ns = parser.parse_args(args)
+    command: Callable[[argparse.Namespace], int] | None = getattr(ns, "run", None)
+    if command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return command(ns)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # A reader that went away (`tmuxlocd watch | head`): not an error of ours.  Point
+        # stdout at /dev/null so the interpreter's final flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from tmuxlocd import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="tmuxlocd",
+        description=(
+            "Tells a process inside tmux where it is (session, window, pane, layout, "
+            "neighbours) and streams changes.  Clients find the daemon at $TMUXLOCD_SOCKET, "
+            "else $XDG_RUNTIME_DIR/tmuxlocd/tmuxlocd.sock, else "
+            "/tmp/tmuxlocd-<uid>/tmuxlocd.sock."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"tmuxlocd {__version__}")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "serve",
+        help="run the daemon",
+        description=(
+            "Run the daemon: watch tmux servers through control mode and answer on the "
+            "listeners.  Flags override the config file "
+            "($XDG_CONFIG_HOME/tmuxlocd/config.toml, keys: listen, socket-name, socket-path, "
+            "hooks, log-level).  An invalid config exits with status 2."
+        ),
+    )
+    p.add_argument(
+        "--listen", action="append", metavar="unix:PATH|tcp:HOST:PORT",
+        help="listen here instead of the default Unix socket (repeatable; TCP on loopback only)",
+    )
+    p.add_argument(
+        "-L", dest="socket_name", action="append", metavar="NAME",
+        help="watch only the tmux server of this socket name (repeatable)",
+    )
+    p.add_argument(
+        "-S", dest="socket_path", action="append", metavar="PATH",
+        help="watch only the tmux server at this socket path (repeatable)",
+    )
+    p.add_argument(
+        "--no-hooks", action="store_true",
+        help="do not install tmux hooks (use hooks/tmux.conf.snippet instead, or rely on "
+        "control mode and the 2 s safety net)",
+    )
+    p.add_argument("--config", metavar="FILE", help="read this TOML file instead of the default")
+    p.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"),
+        help="log verbosity on stderr (default: info)",
+    )
+    p.set_defaults(run=cmd_serve)
+
+    p = sub.add_parser(
+        "where",
+        help="where this process is (exit 0 in a pane, 3 not)",
+        description=(
+            "Print where this process is: its pane, window, session and layout, by the rule "
+            "that its controlling tty is the pane's tty.  Exit 0 in a pane, 3 not.  When no "
+            "daemon answers, the answer is computed directly from tmux (a note on stderr)."
+        ),
+    )
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", dest="format", action="store_const", const="json",
+                     help="the JSON answer of GET /v1/self")
+    fmt.add_argument("--text", dest="format", action="store_const", const="text",
+                     help="the three-line text form (the default)")
+    p.add_argument("--turn", type=int, metavar="N",
+                   help="text form: head the answer 'tmux location (turn N):'")
+    p.add_argument("--neighbors", action="store_true",
+                   help="text form: add a line naming the neighbouring panes")
+    p.set_defaults(run=cmd_where, format="text")
+
+    p = sub.add_parser(
+        "neighbors",
+        help="the panes next to a pane",
+        description="List the panes that share an edge with a pane (this one by default), "
+        "largest shared length first.",
+    )
+    p.add_argument("direction", nargs="?", choices=("above", "below", "left", "right"),
+                   help="only this side")
+    p.add_argument("--pane", default="self", metavar="ID",
+                   help="self (default), %%N or N")
+    p.set_defaults(run=cmd_neighbors)
+
+    p = sub.add_parser(
+        "watch",
+        help="stream location changes",
+        description="Print location changes as they happen, resuming by itself if the "
+        "connection drops.  Without a filter, every pane of every watched server.",
+    )
+    p.add_argument("--pane", metavar="self|ID", help="follow one pane (self follows this one)")
+    p.add_argument("--window", metavar="ID", help="only this window (self, @N or N)")
+    p.add_argument("--session", metavar="ID", help="only this session (self, $N or N)")
+    p.add_argument("--format", choices=("ndjson", "text"), default="text",
+                   help="text: one line per event (default); ndjson: one JSON event per line")
+    p.set_defaults(run=cmd_watch)
+
+    p = sub.add_parser(
+        "tree", help="every server, session, window and pane",
+        description="Print every watched server, session, window and pane as an indented "
+        "tree; this process's pane is marked with '*'.",
+    )
+    p.add_argument("--json", action="store_true", help="the JSON answer of GET /v1/tree")
+    p.set_defaults(run=cmd_tree)
+
+    p = sub.add_parser(
+        "notify",
+        help="tell the daemon tmux changed (for hooks; silent, always exits 0)",
+        description="Tell the daemon that something changed in tmux, so that it re-syncs.  "
+        "Meant for tmux hooks (hooks/tmux.conf.snippet): prints nothing and exits 0 "
+        "whatever happens, including when no daemon runs.",
+    )
+    p.add_argument("--hook", metavar="NAME", help="the hook that fired")
+    p.add_argument("--server", metavar="PATH", help="the tmux server's socket path")
+    p.add_argument("--target", metavar="ID", help="the pane, window or session concerned")
+    p.set_defaults(run=cmd_notify)
+
+    p = sub.add_parser("status", help="the daemon's health",
+                       description="Show the daemon's health: the servers it watches, "
+                       "their observers and sizes, and its subscribers.  Exit 1 if no "
+                       "daemon answers.")
+    p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser("mcp", help="MCP server on stdio (needs tmuxlocd[mcp])",
+                       description="Run a Model Context Protocol server on stdin/stdout, "
+                       "backed by the daemon.  Needs the extra: pip install 'tmuxlocd[mcp]'.")
+    p.set_defaults(run=cmd_mcp)
+    return parser
+
+
+def _err(message: str) -> None:
+    print(f"tmuxlocd: {message}", file=sys.stderr)
+
+
+def _no_daemon(path: str) -> int:
+    _err(f"no daemon answered on {path}; start one with `tmuxlocd serve`")
+    return EXIT_ERROR
+
+
+# ----------------------------------------------------------------------------------------------
+# serve
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from tmuxlocd.config import default_config_path, load_config, merge
+    from tmuxlocd.errors import ConfigError
+
+    try:
+        path = Path(ns.config) if ns.config else default_config_path()
+        config = load_config(path, explicit=ns.config is not None)
+        config = merge(
+            config,
+            listen=tuple(ns.listen or ()),
+            socket_name=tuple(ns.socket_name or ()),
+            socket_path=tuple(ns.socket_path or ()),
+            hooks=False if ns.no_hooks else None,
+            log_level=ns.log_level,
+        )
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    setup_logging(config.log_level)
+    from tmuxlocd.daemon import serve
+
+    try:
+        return asyncio.run(serve(config))
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+
+
+def setup_logging(level: str, env: Mapping[str, str] | None = None) -> None:
+    import logging
+
+    env = os.environ if env is None else env
+    # Under systemd, journald stamps each line itself.
+    stamp = "" if env.get("JOURNAL_STREAM") else "%(asctime)s "
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format=stamp + "%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# where
+
+
+def cmd_where(ns: argparse.Namespace) -> int:
+    path = daemon_socket()
+    if ns.format == "text":
+        target = "/v1/self" + query_string(
+            {
+                "format": "text",
+                "turn": str(ns.turn) if ns.turn is not None else None,
+                "neighbors": "1" if ns.neighbors else None,
+            }
+        )
+    else:
+        target = "/v1/self"
+    try:
+        resp = raw_request(path, "GET", target, WHERE_TIMEOUT)
+    except (NoDaemon, OSError, ValueError):
+        return where_direct(ns)
+    assert resp is not None
+    if resp.status == 204:
+        return EXIT_NOT_IN_PANE
+    if resp.status != 200:
+        _err(_error_text(resp))
+        return EXIT_ERROR
+    sys.stdout.buffer.write(resp.body if ns.format == "text" else resp.body + b"\n")
+    sys.stdout.flush()
+    if ns.format == "text":
+        return EXIT_OK
+    import json
+
+    inside = json.loads(resp.body).get("inside_tmux") is True
+    return EXIT_OK if inside else EXIT_NOT_IN_PANE
+
+
+def _error_text(resp: RawResponse) -> str:
+    import json
+
+    try:
+        err = json.loads(resp.body)["error"]
+        return f"{err['code']}: {err['message']}"
+    except (ValueError, KeyError, TypeError):
+        return f"the daemon answered {resp.status}"
+
+
+def where_direct(ns: argparse.Namespace) -> int:
+    import msgspec
+
+    from tmuxlocd import direct
+    from tmuxlocd.location import text_form
+
+    _err(direct.NOTE.removeprefix("tmuxlocd: "))
+    info = direct.where_am_i()
+    if ns.format == "json":
+        sys.stdout.buffer.write(msgspec.json.encode(info) + b"\n")
+    elif info.location is not None:
+        text = text_form(info.location, turn=ns.turn, with_neighbors=ns.neighbors)
+        sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.flush()
+    return EXIT_OK if info.inside_tmux else EXIT_NOT_IN_PANE
+
+
+# ----------------------------------------------------------------------------------------------
+# Commands on the typed client.
+
+
+def _client() -> Client:
+    from tmuxlocd.client import Client
+
+    return Client(daemon_socket())
+
+
+def _run_client(action: Callable[[Client], int]) -> int:
+    from tmuxlocd.client import ClientError, DaemonUnavailable
+
+    client = _client()
+    try:
+        return action(client)
+    except DaemonUnavailable:
+        return _no_daemon(client.path)
+    except ClientError as exc:
+        _err(f"{exc.code}: {exc.message}" if exc.message else exc.code)
+        return EXIT_NOT_IN_PANE if exc.code == "not_in_a_pane" else EXIT_ERROR
+    except ValueError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    finally:
+        client.close()
+
+
+def cmd_neighbors(ns: argparse.Namespace) -> int:
+    def run(client: Client) -> int:
+        if ns.direction is None:
+            answer = client.neighbors(None, ns.pane)
+            for d in ("above", "below", "left", "right"):
+                entries = getattr(answer, d)
+                text = ", ".join(f"{e.id} (pane {e.index}, {e.shared} cells)" for e in entries)
+                print(f"{d}: {text or 'none'}")
+        else:
+            one = client.neighbors(ns.direction, ns.pane)
+            for e in one.panes:
+                print(f"{e.id} index={e.index} shared={e.shared}")
+        return EXIT_OK
+
+    return _run_client(run)
+
+
+def cmd_watch(ns: argparse.Namespace) -> int:
+    def run(client: Client) -> int:
+        import msgspec
+
+        encode = msgspec.json.Encoder().encode
+        out = sys.stdout
+        for event in client.events(pane=ns.pane, window=ns.window, session=ns.session):
+            if ns.format == "ndjson":
+                out.buffer.write(encode(event) + b"\n")
+            else:
+                out.write(event_line(event) + "\n")
+            out.flush()
+        return EXIT_OK
+
+    return _run_client(run)
+
+
+def event_line(event: Event) -> str:
+    """One line for one event (watch --format text)."""
+    import time
+
+    from tmuxlocd.events import (
+        Lagged,
+        PaneAdded,
+        PaneChanged,
+        PaneRemoved,
+        Reset,
+        ServerDown,
+        ServerUp,
+        SnapshotEvent,
+    )
+    from tmuxlocd.location import Location
+
+    def where(loc: Location) -> str:
+        w, p = loc.window, loc.pane
+        return (
+            f"{p.id} session {loc.session.name} window {w.index} {_quote(w.name)} "
+            f"pane {p.index} {p.width}x{p.height}+{p.left}+{p.top}"
+        )
+
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.time)) if event.time else "--:--:--"
+    match event:
+        case SnapshotEvent(panes=panes):
+            text = f"snapshot {len(panes)} pane{'s' if len(panes) != 1 else ''}"
+        case PaneAdded(location=loc):
+            text = f"added {where(loc)}"
+        case PaneChanged(location=loc, changed=changed):
+            text = f"changed {where(loc)} [{','.join(changed)}]"
+        case PaneRemoved(pane=pane, last=last):
+            text = f"removed {pane} (was session {last.session.name} window {last.window.index})"
+        case ServerUp(server=srv):
+            text = f"server up {srv.socket_path} pid {srv.pid}"
+        case ServerDown(server=srv):
+            text = f"server down {srv.socket_path}"
+        case Reset():
+            text = "reset (history unavailable; a snapshot follows)"
+        case Lagged():
+            text = "lagged (events dropped; a snapshot follows)"
+    return f"{stamp} {text}"
+
+
+def _quote(name: str) -> str:
+    import msgspec
+
+    return msgspec.json.encode(name).decode("utf-8")
+
+
+def cmd_tree(ns: argparse.Namespace) -> int:
+    def run(client: Client) -> int:
+        tree = client.tree()
+        if ns.json:
+            import msgspec
+
+            sys.stdout.buffer.write(msgspec.json.encode(tree) + b"\n")
+            return EXIT_OK
+        here = client.where_am_i()
+        mark = None
+        if here.location is not None:
+            mark = (here.location.server.socket_path, here.location.pane.id)
+        for line in tree_lines(tree, mark):
+            print(line)
+        return EXIT_OK
+
+    return _run_client(run)
+
+
+def tree_lines(tree: Tree, mark: tuple[str, str] | None) -> list[str]:
+    """The indented tree; the pane ``mark`` (socket path, pane id) gets a ``*``."""
+    lines: list[str] = []
+    for srv in tree.servers:
+        state = f"pid {srv.pid}" if srv.running else "not running"
+        lines.append(f"server {srv.socket_path} ({state})")
+        for sess in srv.sessions:
+            lines.append(f"  session {sess.id} {sess.name}")
+            for win in sess.windows:
+                flags = [f for f, on in (("active", win.active), ("zoomed", win.zoomed)) if on]
+                extra = f" ({', '.join(flags)})" if flags else ""
+                lines.append(f"    window {win.id} {win.index} {_quote(win.name)}{extra}")
+                for pane in win.panes:
+                    star = "*" if mark == (srv.socket_path, pane.id) else " "
+                    active = " (active)" if pane.active else ""
+                    lines.append(
+                        f"     {star}pane {pane.id} {pane.index} "
+                        f"{pane.width}x{pane.height}+{pane.left}+{pane.top} {pane.tty}{active}"
+                    )
+    return lines
+
+
+def cmd_notify(ns: argparse.Namespace) -> int:
+    return notify(hook=ns.hook, server=ns.server, target=ns.target)
+
+
+def cmd_status(ns: argparse.Namespace) -> int:
+    def run(client: Client) -> int:
+        health = client.health()
+        subs = health.subscribers
+        print(
+            f"tmuxlocd {health.version}: {health.status}, up {_duration(health.uptime_s)}, "
+            f"{subs} subscriber{'s' if subs != 1 else ''}, socket {client.path}"
+        )
+        if not health.servers:
+            print("  no tmux server found")
+        for srv in health.servers:
+            if not srv.running:
+                print(f"  {srv.socket_path}: not running (observer {srv.observer})")
+                continue
+            age = (
+                f", synced {srv.last_sync_age_s:.1f} s ago"
+                if srv.last_sync_age_s is not None else ""
+            )
+            print(
+                f"  {srv.socket_path}: observer {srv.observer}, {srv.sessions} sessions, "
+                f"{srv.windows} windows, {srv.panes} panes{age}"
+            )
+        return EXIT_OK if health.status == "ok" else EXIT_ERROR
+
+    return _run_client(run)
+
+
+def _duration(seconds: float) -> str:
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def cmd_mcp(ns: argparse.Namespace) -> int:
+    import importlib
+
+    try:
+        server = importlib.import_module("tmuxlocd.mcp")
+    except ImportError as exc:
+        missing = exc.name or ""
+        if missing in ("mcp", "tmuxlocd.mcp") or missing.startswith("mcp."):
+            _err("the MCP server needs the extra: install tmuxlocd[mcp] "
+                 "(pip install 'tmuxlocd[mcp]')")
+            return EXIT_ERROR
+        raise
+    entry = getattr(server, "main", None)
+    if not callable(entry):
+        _err("tmuxlocd.mcp has no main(); install tmuxlocd[mcp] from a complete release")
+        return EXIT_ERROR
+    result = entry()
+    return result if isinstance(result, int) else EXIT_OK

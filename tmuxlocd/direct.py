@@ -1,0 +1,237 @@
+"""``where`` without a daemon: the same answer, computed from tmux directly (SPEC §7).
+
+The rule is the daemon's (SPEC §2): this process is in pane P iff its controlling tty
+(``/proc/self/stat`` field 7) is the device of P's ``pane_tty``.  Each candidate server is
+asked once, with one tmux invocation that runs ``list-sessions``, ``list-windows -a``,
+``list-panes -a`` and a ``display-message`` for the server's pid, so the rows are the very
+ones the daemon parses (``tmuxlocd.model``) and the Location is built by the same code.
+
+Candidates: the server ``$TMUX`` names (it is where this process most likely is, so it is
+asked first and usually the only one asked), then every socket in the user's tmux socket
+directory.  ``$TMUX`` only orders the search; it proves nothing.  No command used here can
+start a server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable, Iterable, Mapping
+
+from tmuxlocd.client import Caller, Reason, SelfInfo
+from tmuxlocd.errors import RowError
+from tmuxlocd.location import Location, build_locations
+from tmuxlocd.model import (
+    PANE_FORMAT,
+    SESSION_FORMAT,
+    WINDOW_FORMAT,
+    ServerState,
+    state_from_rows,
+)
+
+PID_FORMAT = "V\t#{pid}"
+QUERY_TIMEOUT = 5.0
+MAX_ANCESTORS = 64
+
+NOTE = "tmuxlocd: no daemon answered; computed directly from tmux"
+
+# ----------------------------------------------------------------------------------------------
+# Pure parts.
+
+
+def parse_stat(text: str) -> tuple[int, int]:
+    """``/proc/<pid>/stat`` -> (ppid, tty_nr).  Fields are read after the *last* ``)``:
+    ``comm`` may itself hold spaces and parentheses."""
+    _, sep, tail = text.rpartition(")")
+    if not sep:
+        raise ValueError("no ')' in stat line")
+    fields = tail.split()
+    return int(fields[1]), int(fields[4])
+
+
+def query_argv(tmux: str, socket: str) -> list[str]:
+    """One tmux invocation for a whole server.  ``display-message`` goes last: tmux stops a
+    command sequence at its first error, and the lists never fail on a live server."""
+    return [
+        tmux, "-u", "-S", socket, "-f", os.devnull,
+        "list-sessions", "-F", SESSION_FORMAT, ";",
+        "list-windows", "-a", "-F", WINDOW_FORMAT, ";",
+        "list-panes", "-a", "-F", PANE_FORMAT, ";",
+        "display-message", "-p", PID_FORMAT,
+    ]  # fmt: skip
+
+
+def parse_query(socket: str, output: str) -> ServerState:
+    """The output of ``query_argv`` -> a ServerState (rows sorted out by their tag)."""
+    rows: dict[str, list[str]] = {"S": [], "W": [], "P": [], "V": []}
+    for line in output.split("\n"):
+        if not line:
+            continue
+        bucket = rows.get(line[:1])
+        if bucket is None or line[1:2] != "\t":
+            raise RowError(f"unexpected row {line!r}")
+        bucket.append(line)
+    pid: int | None = None
+    if rows["V"]:
+        text = rows["V"][-1].partition("\t")[2]
+        pid = int(text) if text.isdigit() else None
+    return state_from_rows(socket, pid, rows["S"], rows["W"], rows["P"])
+
+
+def socket_from_tmux_env(value: str | None) -> str | None:
+    """``$TMUX`` is ``<socket>,<server pid>,<session index>``; the socket path may itself hold
+    commas, so the two numbers are taken off the end."""
+    if not value:
+        return None
+    parts = value.rsplit(",", 2)
+    return parts[0] if len(parts) == 3 and parts[0] else None
+
+
+def tmux_socket_dir(env: Mapping[str, str], uid: int) -> str:
+    return os.path.join(env.get("TMUX_TMPDIR") or "/tmp", f"tmux-{uid}")
+
+
+def env_pane(env: Mapping[str, str]) -> str | None:
+    value = env.get("TMUX_PANE", "")
+    return value if len(value) > 1 and value[0] == "%" and value[1:].isdigit() else None
+
+
+def ancestor_tty(pid: int, stat_of: Callable[[int], tuple[int, int] | None]) -> int:
+    """The tty of the nearest proper ancestor of ``pid`` that has one, else 0."""
+    current = stat_of(pid)
+    for _ in range(MAX_ANCESTORS):
+        if current is None or current[0] <= 1:
+            return 0
+        current = stat_of(current[0])
+        if current is not None and current[1] != 0:
+            return current[1]
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# I/O.
+
+
+def read_stat(pid: int | str = "self") -> tuple[int, int] | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            return parse_stat(f.read())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def candidate_sockets(env: Mapping[str, str], uid: int) -> list[str]:
+    out: list[str] = []
+    first = socket_from_tmux_env(env.get("TMUX"))
+    if first:
+        out.append(first)
+    directory = tmux_socket_dir(env, uid)
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            is_socket = stat.S_ISSOCK(os.stat(path).st_mode)
+        except OSError:
+            continue
+        if is_socket and path not in out:
+            out.append(path)
+    return out
+
+
+def query_server(tmux: str, socket: str, env: Mapping[str, str]) -> ServerState | None:
+    """One server's state, or None when it is not running (or answers nonsense)."""
+    try:
+        proc = subprocess.run(
+            query_argv(tmux, socket),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=QUERY_TIMEOUT,
+            check=False,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    try:
+        return parse_query(socket, proc.stdout)
+    except (RowError, ValueError):
+        return None
+
+
+def _rdev(path: str) -> int | None:
+    try:
+        return os.stat(path).st_rdev
+    except OSError:
+        return None
+
+
+def _tty_name(tty_nr: int) -> str | None:
+    for fd in (0, 1, 2):
+        try:
+            name = os.ttyname(fd)
+        except OSError:
+            continue
+        if _rdev(name) == tty_nr:
+            return name
+    return None
+
+
+def where_am_i(
+    env: Mapping[str, str] | None = None,
+    *,
+    tmux: str | None = None,
+    sockets: Iterable[str] | None = None,
+) -> SelfInfo:
+    """The answer ``GET /v1/self`` would give this process, computed without a daemon."""
+    env = os.environ if env is None else env
+    tmux = tmux or shutil.which("tmux") or "tmux"
+    pid = os.getpid()
+    own = read_stat(pid)
+    tty_nr = own[1] if own is not None else 0
+    up_nr = ancestor_tty(pid, lambda p: own if p == pid else read_stat(p))
+    wanted = {n for n in (tty_nr, up_nr) if n}
+
+    here: Location | None = None
+    ancestor: Location | None = None
+    any_running = False
+    if wanted:
+        paths = list(sockets) if sockets is not None else candidate_sockets(env, os.getuid())
+        for path in paths:
+            state = query_server(tmux, path, env)
+            if state is None:
+                continue
+            any_running = True
+            for loc in _by_pane_number(build_locations(state)):
+                rdev = _rdev(loc.pane.tty)
+                if here is None and tty_nr and rdev == tty_nr:
+                    here = loc
+                if ancestor is None and up_nr and rdev == up_nr:
+                    ancestor = loc
+            if (here is not None or not tty_nr) and (ancestor is not None or not up_nr):
+                break  # found all there is to find: leave the other servers alone
+
+    caller = Caller(
+        pid=pid,
+        tty=here.pane.tty if here is not None else (_tty_name(tty_nr) if tty_nr else None),
+        env_pane=env_pane(env),
+        ancestor_pane=ancestor.pane.id if ancestor is not None else None,
+    )
+    if here is not None:
+        return SelfInfo(inside_tmux=True, verified_by="tty", caller=caller, location=here)
+    reason: Reason = (
+        "no_controlling_tty" if not tty_nr else "tty_not_a_pane" if any_running else "no_server"
+    )
+    return SelfInfo(inside_tmux=False, reason=reason, caller=caller)
+
+
+def _by_pane_number(locations: Mapping[str, Location]) -> list[Location]:
+    return sorted(locations.values(), key=lambda loc: int(loc.pane.id[1:]))
