@@ -1,0 +1,147 @@
+"""Identity parsing: /proc stat and environ text, the ancestor walk, pty device numbers."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from tmuxlocd.identity import (
+    ProcStat,
+    nearest_tty_ancestor,
+    pane_id_hint,
+    parse_environ,
+    parse_stat,
+    peer_credentials,
+    pts_path,
+    read_stat,
+    tty_path,
+)
+
+# Field 7 is tty_nr; the rest of a real line follows it.
+_TAIL = "0 -1 4194560 123 0 0 0 1 2 0 0 20 0 1 0 12345 1000 200 18446744073709551615"
+
+
+@pytest.mark.parametrize(
+    "comm",
+    ["bash", "my prog", "a) S 9 9 9 1 (b", ")", "((", "x ) 1 2 3 4 5"],
+    ids=["plain", "space", "fake-fields", "paren", "open-parens", "digits"],
+)
+def test_parse_stat_reads_after_the_last_paren(comm: str) -> None:
+    line = f"4321 ({comm}) S 77 4321 4321 34816 {_TAIL}\n"
+    assert parse_stat(line) == ProcStat(pid=4321, ppid=77, tty_nr=34816)
+
+
+def test_parse_stat_of_this_process() -> None:
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        st = parse_stat(f.read())
+    assert st.pid == os.getpid()
+    assert st.ppid == os.getppid()
+    assert read_stat(os.getpid()) == st
+
+
+@pytest.mark.parametrize("text", ["", "garbage", "12 (x) S", "x (y) S 1 2 3 4"])
+def test_parse_stat_rejects_what_is_not_a_stat_line(text: str) -> None:
+    with pytest.raises((ValueError, IndexError)):
+        parse_stat(text)
+
+
+def test_read_stat_of_a_missing_process_is_none() -> None:
+    assert read_stat(2**22 + 12345) is None
+
+
+def test_parse_environ() -> None:
+    data = b"A=1\0TMUX_PANE=%3\0NOEQUALS\0=novalue\0EMPTY=\0X=a=b\0\xff=\xfe\0"
+    env = parse_environ(data)
+    assert env["A"] == "1"
+    assert env["TMUX_PANE"] == "%3"
+    assert env["EMPTY"] == ""
+    assert env["X"] == "a=b"
+    assert "NOEQUALS" not in env and "" not in env
+    assert env["\ufffd"] == "\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("value", "hint"),
+    [("%3", "%3"), ("%120", "%120"), ("3", None), ("%", None), ("%x", None), ("", None),
+     ("%3 ", None)],
+)
+def test_pane_id_hint(value: str, hint: str | None) -> None:
+    assert pane_id_hint({"TMUX_PANE": value}) == hint
+
+
+def test_pane_id_hint_absent() -> None:
+    assert pane_id_hint({}) is None
+
+
+def _table(*rows: tuple[int, int, int]) -> dict[int, ProcStat]:
+    return {pid: ProcStat(pid, ppid, tty) for pid, ppid, tty in rows}
+
+
+def test_ancestor_walk_finds_the_nearest_tty() -> None:
+    table = _table((50, 40, 0), (40, 30, 0), (30, 20, 34817), (20, 1, 34818))
+    assert nearest_tty_ancestor(50, table.get) == 34817
+
+
+def test_ancestor_walk_ignores_the_process_itself() -> None:
+    table = _table((50, 40, 34999), (40, 1, 34817))
+    assert nearest_tty_ancestor(50, table.get) == 34817
+
+
+def test_ancestor_walk_without_tty_ancestors() -> None:
+    table = _table((50, 40, 0), (40, 1, 0))
+    assert nearest_tty_ancestor(50, table.get) == 0
+
+
+def test_ancestor_walk_stops_at_a_vanished_parent() -> None:
+    table = _table((50, 40, 0))
+    assert nearest_tty_ancestor(50, table.get) == 0
+    assert nearest_tty_ancestor(99, table.get) == 0
+
+
+def test_ancestor_walk_survives_a_cycle() -> None:
+    table = _table((50, 40, 0), (40, 50, 0))
+    assert nearest_tty_ancestor(50, table.get) == 0
+
+
+@pytest.mark.parametrize(
+    ("tty_nr", "path"),
+    [
+        (0x20889C, "/dev/pts/668"),  # measured: minor above 255
+        ((136 << 8) | 5, "/dev/pts/5"),
+        ((137 << 8) | 1, "/dev/pts/257"),
+        ((4 << 8) | 1, None),  # /dev/tty1, not a pty
+        (0, None),
+    ],
+)
+def test_pts_path(tty_nr: int, path: str | None) -> None:
+    assert pts_path(tty_nr) == path
+
+
+def test_tty_path_of_a_real_pty() -> None:
+    master, slave = os.openpty()
+    try:
+        name = os.ttyname(slave)
+        rdev = os.fstat(slave).st_rdev
+        assert pts_path(rdev) == name
+        assert tty_path(os.getpid(), rdev) == name
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_peer_credentials_of_a_socketpair() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        peer = peer_credentials(a)
+    assert peer is not None
+    assert (peer.pid, peer.uid, peer.gid) == (os.getpid(), os.getuid(), os.getgid())
+
+
+def test_peer_credentials_of_something_else() -> None:
+    assert peer_credentials(object()) is None
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # Not connected: the kernel has no peer to report (or reports nobody).
+        peer = peer_credentials(s)
+        assert peer is None or peer.pid == 0
