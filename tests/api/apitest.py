@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,7 +94,9 @@ def make_state(
     )
 
 
-def spec_state(socket_path: str, *, tty3: str = "/dev/pts/5", layout: str = LAYOUT_2) -> ServerState:
+def spec_state(
+    socket_path: str, *, tty3: str = "/dev/pts/5", layout: str = LAYOUT_2
+) -> ServerState:
     """The SPEC example: session $1 "work", window @2 index 1 "editor", panes %3 | %4."""
     return make_state(
         socket_path,
@@ -158,6 +161,7 @@ class Api:
             return resp.status, value, resp
 
 
+@asynccontextmanager
 async def serve_api(hub: Hub, **options: Any) -> AsyncIterator[Api]:
     directory = short_dir()
     api = Api(hub, directory, **options)

@@ -15,5 +15,5 @@ def hub() -> Hub:
 
 @pytest.fixture
 async def api(hub: Hub) -> AsyncIterator[Api]:
-    async for served in serve_api(hub, heartbeat=30.0):
+    async with serve_api(hub, heartbeat=30.0) as served:
         yield served

@@ -112,9 +112,9 @@ async def test_self_outside_tmux(api: Api, hub: Hub) -> None:
 
 async def test_self_text_outside_tmux_is_204(api: Api, hub: Hub) -> None:
     hub.update(spec_state(A))
-    status, body, resp = await api.get("/v1/self?format=text")
+    status, body, _ = await api.get("/v1/self?format=text")
     assert status == 204 and body == b""
-    status, body, resp = await api.get("/v1/self", headers={"Accept": "text/plain"})
+    status, body, _ = await api.get("/v1/self", headers={"Accept": "text/plain"})
     assert status == 204 and body == b""
 
 
@@ -550,7 +550,7 @@ async def test_tcp_has_no_peer_credentials(tcp: TcpApi, hub: Hub) -> None:
 
 
 async def test_tcp_without_a_token_configured(hub: Hub) -> None:
-    async for served in serve_api(hub):  # the Unix side works without a token
+    async with serve_api(hub) as served:  # the Unix side works without a token
         app = create_app(hub)
         runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await runner.setup()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -297,12 +296,11 @@ async def test_resume_id_that_left_the_buffer_gives_reset() -> None:
     old = hub.event_id()
     for n in range(3):
         hub.update(state(name=f"n{n}"))
-    async for api in serve_api(hub):
-        async with stream(api, f"?since={old}") as reader:
-            assert (await reader.event())["type"] == "reset"
-            snap = await reader.event()
-            assert snap["type"] == "snapshot"
-            assert snap["panes"][0]["window"]["name"] == "n2"
+    async with serve_api(hub) as api, stream(api, f"?since={old}") as reader:
+        assert (await reader.event())["type"] == "reset"
+        snap = await reader.event()
+        assert snap["type"] == "snapshot"
+        assert snap["panes"][0]["window"]["name"] == "n2"
 
 
 # ------------------------------------------------------------------------------ pressure
@@ -311,26 +309,25 @@ async def test_resume_id_that_left_the_buffer_gives_reset() -> None:
 async def test_lagged_subscriber_gets_lagged_then_a_fresh_snapshot() -> None:
     hub = Hub()
     hub.update(state())
-    async for api in serve_api(hub, queue_size=2):
-        async with stream(api) as reader:
-            await reader.event()
-            for n in range(4):  # one tick, 12 events: far past the queue of 2
-                hub.update(state(name=f"burst{n}"))
-            lagged = await reader.event()
-            assert lagged["type"] == "lagged" and lagged["id"] == hub.event_id()
-            snap = await reader.event()
-            assert snap["type"] == "snapshot" and snap["id"] == hub.event_id()
-            assert {p["window"]["name"] for p in snap["panes"] if p["window"]["id"] == "@2"} == {
-                "burst3"}
-            hub.update(state(name="burst3", logs="marker"))
-            assert brief(await events_until(reader, "marker")) == [("pane.changed", "%7")]
+    async with serve_api(hub, queue_size=2) as api, stream(api) as reader:
+        await reader.event()
+        for n in range(4):  # one tick, 12 events: far past the queue of 2
+            hub.update(state(name=f"burst{n}"))
+        lagged = await reader.event()
+        assert lagged["type"] == "lagged" and lagged["id"] == hub.event_id()
+        snap = await reader.event()
+        assert snap["type"] == "snapshot" and snap["id"] == hub.event_id()
+        assert {p["window"]["name"] for p in snap["panes"] if p["window"]["id"] == "@2"} == {
+            "burst3"}
+        hub.update(state(name="burst3", logs="marker"))
+        assert brief(await events_until(reader, "marker")) == [("pane.changed", "%7")]
 
 
 async def test_slow_reader_never_blocks_the_others() -> None:
     hub = Hub()
     many = [Win(f"@{n}", _layout(n), name="w") for n in range(100, 160)]
     hub.update(state(extra=many))
-    async for api in serve_api(hub, queue_size=64):
+    async with serve_api(hub, queue_size=64) as api:
         # A client that asks for a stream and then never reads a byte.
         slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -363,51 +360,49 @@ def _layout(n: int) -> str:
 async def test_min_interval_delivers_the_trailing_state() -> None:
     hub = Hub()
     hub.update(state())
-    async for api in serve_api(hub):
-        async with stream(api, "?min_interval_ms=400&window=@2") as reader:
-            await reader.event()
-            hub.update(state(name="a"))  # idle: goes out at once (leading edge)
-            first = [await reader.event() for _ in range(3)]
-            assert {ev["location"]["window"]["name"] for ev in first} == {"a"}
-            t1 = time.monotonic()
-            for name in ("b", "c", "d"):
-                hub.update(state(name=name))
-            got = [await reader.event() for _ in range(3)]
-            waited = time.monotonic() - t1
-            # One event per pane, carrying the latest state, at the end of the interval.
-            assert brief(got) == [("pane.changed", "%3"), ("pane.changed", "%4"),
-                                  ("pane.changed", "%5")]
-            assert {ev["location"]["window"]["name"] for ev in got} == {"d"}
-            assert waited >= 0.3
-            assert got[-1]["id"] == hub.event_id()
-            hub.update(state(name="marker"))
-            assert len(await events_until(reader, "marker")) == 1
+    async with serve_api(hub) as api, stream(api, "?min_interval_ms=400&window=@2") as reader:
+        await reader.event()
+        hub.update(state(name="a"))  # idle: goes out at once (leading edge)
+        first = [await reader.event() for _ in range(3)]
+        assert {ev["location"]["window"]["name"] for ev in first} == {"a"}
+        t1 = time.monotonic()
+        for name in ("b", "c", "d"):
+            hub.update(state(name=name))
+        got = [await reader.event() for _ in range(3)]
+        waited = time.monotonic() - t1
+        # One event per pane, carrying the latest state, at the end of the interval.
+        assert brief(got) == [("pane.changed", "%3"), ("pane.changed", "%4"),
+                              ("pane.changed", "%5")]
+        assert {ev["location"]["window"]["name"] for ev in got} == {"d"}
+        assert waited >= 0.3
+        assert got[-1]["id"] == hub.event_id()
+        hub.update(state(name="marker"))
+        assert len(await events_until(reader, "marker")) == 1
 
 
 async def test_min_interval_merges_added_and_changed() -> None:
     hub = Hub()
     hub.update(state())
-    async for api in serve_api(hub):
-        async with stream(api, "?min_interval_ms=300") as reader:
+    async with serve_api(hub) as api, stream(api, "?min_interval_ms=300") as reader:
+        await reader.event()
+        hub.update(state(name="lead"))
+        for _ in range(3):
             await reader.event()
-            hub.update(state(name="lead"))
-            for _ in range(3):
-                await reader.event()
-            # Within one interval: %9 appears then changes; %10 appears then goes.
-            hub.update(state(name="lead", extra=[Win("@9", L9, name="new"), Win("@10", L10)]))
-            hub.update(state(name="lead", extra=[Win("@9", L9, name="newer")]))
-            ev = await reader.event()
-            assert ev["type"] == "pane.added"
-            assert ev["location"]["pane"]["id"] == "%9"
-            assert ev["location"]["window"]["name"] == "newer"
-            hub.update(state(name="marker", extra=[Win("@9", L9, name="newer")]))
-            assert brief(await events_until(reader, "marker")) == [("pane.changed", "%3")]
+        # Within one interval: %9 appears then changes; %10 appears then goes.
+        hub.update(state(name="lead", extra=[Win("@9", L9, name="new"), Win("@10", L10)]))
+        hub.update(state(name="lead", extra=[Win("@9", L9, name="newer")]))
+        ev = await reader.event()
+        assert ev["type"] == "pane.added"
+        assert ev["location"]["pane"]["id"] == "%9"
+        assert ev["location"]["window"]["name"] == "newer"
+        hub.update(state(name="marker", extra=[Win("@9", L9, name="newer")]))
+        assert brief(await events_until(reader, "marker")) == [("pane.changed", "%3")]
 
 
 async def test_heartbeats() -> None:
     hub = Hub()
     hub.update(state())
-    async for api in serve_api(hub, heartbeat=0.1):
+    async with serve_api(hub, heartbeat=0.1) as api:
         async with stream(api) as reader:
             await reader.event()
             frame = await reader.raw(timeout=2)
@@ -420,28 +415,31 @@ async def test_heartbeats() -> None:
 async def test_stream_limit() -> None:
     hub = Hub()
     hub.update(state())
-    async for api in serve_api(hub, max_streams=2):
-        async with stream(api) as one:
-            await one.event()
-            async with stream(api) as two:
-                await two.event()
-                async with api.client.get("http://localhost/v1/events") as resp:
-                    assert resp.status == 503
-                    assert resp.headers["Retry-After"] == "1"
-                    assert (await resp.json())["error"]["code"] == "too_many_streams"
-                status, _, _ = await api.get("/v1/health")  # other requests still work
-                assert status == 200
-            assert api.app is not None
-            streams = api.app[STREAMS]
-            await wait_until(lambda: len(streams) < 2, what="the closed stream to end")
-            async with stream(api) as three:
-                assert (await three.event())["type"] == "snapshot"
+    async with serve_api(hub, max_streams=2) as api, stream(api) as one:
+        await one.event()
+        async with stream(api) as two:
+            await two.event()
+            async with api.client.get("http://localhost/v1/events") as resp:
+                assert resp.status == 503
+                assert resp.headers["Retry-After"] == "1"
+                assert (await resp.json())["error"]["code"] == "too_many_streams"
+            status, _, _ = await api.get("/v1/health")  # other requests still work
+            assert status == 200
+        assert api.app is not None
+        streams = api.app[STREAMS]
+
+        def one_left() -> bool:
+            return len(streams) < 2
+
+        await wait_until(one_left, what="the closed stream to end")
+        async with stream(api) as three:
+            assert (await three.event())["type"] == "snapshot"
 
 
 async def test_shutdown_ends_every_stream() -> None:
     hub = Hub()
     hub.update(state())
-    async for api in serve_api(hub):
+    async with serve_api(hub) as api:
         async with stream(api) as a, stream(api, "?format=ndjson") as b, \
                 stream(api, "?pane=3&format=text") as c:
             for reader in (a, b):
