@@ -1,0 +1,59 @@
+"""``python -m bench [--quick] [--out bench/RESULTS.md] [--sizes 10,100,1000]``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.report import build_rows, goal_table, render, summary
+from bench.runner import Plan, Results, run
+
+
+def machine_facts(res: Results) -> None:
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise SystemExit("bench: no tmux on PATH")
+    res.facts["tmux"] = subprocess.run(
+        [tmux, "-V"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    res.facts["python"] = sys.version.split()[0]
+    res.facts["cores"] = os.cpu_count()
+    res.facts["date"] = time.strftime("%Y-%m-%d %H:%M %Z")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true",
+                        help="10 panes, few iterations: seconds in total (smoke test)")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "RESULTS.md",
+                        help="where to write the results (Markdown)")
+    parser.add_argument("--sizes", help="pane counts, comma-separated (default 10,100,1000)")
+    args = parser.parse_args(argv)
+    sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else None
+    plan = Plan.make(args.quick, sizes)
+    res = Results()
+    machine_facts(res)
+    res.facts["sizes"] = list(plan.sizes)
+    res.facts["quick"] = plan.quick
+    t0 = time.monotonic()
+    asyncio.run(run(plan, res))
+    res.facts["run seconds"] = round(time.monotonic() - t0, 1)
+    rows = build_rows(res)
+    print(goal_table(rows))
+    print()
+    print(summary(rows))
+    for miss in res.misses:
+        print(f"timed out: {miss}")
+    args.out.write_text(render(res))
+    print(f"written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""CPU time and memory of processes, read from /proc (Linux)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str]:
+    raw = Path(f"/proc/{pid}/stat").read_text()
+    # comm may hold spaces and parentheses: the fixed fields start after the last ')'.
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of ``pid`` in clock ticks (fields 14 and 15 of /proc/pid/stat)."""
+    fields = _stat_fields(pid)
+    return int(fields[11]) + int(fields[12])
+
+
+def cpu_seconds(pid: int) -> float:
+    return cpu_ticks(pid) / CLK_TCK
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (every thread's children file)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            text = Path(f"/proc/{pid}/task/{tid}/children").read_text()
+        except OSError:
+            continue
+        out.extend(int(x) for x in text.split())
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children(todo.pop()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> tuple[float, float]:
+    """(CPU of ``pid`` itself, CPU of its live descendants), in seconds."""
+    own = cpu_seconds(pid)
+    rest = 0.0
+    for child in descendants(pid):
+        try:
+            rest += cpu_seconds(child)
+        except (OSError, ValueError):
+            continue  # exited meanwhile
+    return own, rest
+
+
+def rss_bytes(pid: int) -> int:
+    """VmRSS of ``pid`` in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise ValueError(f"no VmRSS for pid {pid}")

@@ -1,0 +1,310 @@
+"""The results as tables: goals of SPEC §9 (met or not), then every measured series."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.runner import Results
+from bench.stats import fmt_bytes, fmt_ms, fmt_ratio, median, p99
+
+MB = 1_000_000
+
+
+@dataclass
+class Row:
+    id: str
+    what: str
+    panes: str
+    median: str
+    p99: str
+    versus: str
+    ratio: str
+    goal: str
+    met: bool | None
+
+
+def _met(flag: bool | None) -> str:
+    return "—" if flag is None else ("yes" if flag else "**no**")
+
+
+def _fact(res: Results, key: str) -> Any:
+    return res.facts.get(key)
+
+
+def _at_least(goal: float) -> Callable[[float], bool]:
+    return lambda r: r >= goal
+
+
+def build_rows(res: Results) -> list[Row]:
+    rows: list[Row] = []
+    sizes: list[int] = res.facts.get("sizes", [])
+    add = rows.append
+
+    def series(name: str, panes: int) -> list[float]:
+        return res.get(name, panes)
+
+    def latency_row(
+        ident: str, what: str, panes: int, mine: list[float], other: list[float],
+        other_name: str, goal: str, test: Callable[[float], bool] | None, faster: bool,
+    ) -> None:
+        if not mine or not other:
+            return
+        m, o = median(mine), median(other)
+        if faster:
+            ratio = o / m
+            ratio_s = f"{fmt_ratio(ratio)} faster"
+        else:
+            ratio = m / o
+            ratio_s = fmt_ratio(ratio)
+        add(Row(ident, what, str(panes), fmt_ms(m), fmt_ms(p99(mine)),
+                f"{other_name} {fmt_ms(o)}", ratio_s, goal,
+                None if test is None else test(ratio)))
+
+    for p in sizes:
+        self_ka = series("B1 keepalive self", p)
+        latency_row("B1", "GET /v1/self, keep-alive", p, self_ka,
+                    series("B1 keepalive floor", p), "floor app", "≤ 1.3× floor",
+                    lambda r: r <= 1.3, faster=False)
+        disp_goal = {10: 5.0, 1000: 30.0}.get(p)
+        disp_test = None if disp_goal is None else _at_least(disp_goal)
+        latency_row("B1", "GET /v1/self, keep-alive", p, self_ka, series("B1 display", p),
+                    "display-message -p", f"≥ {disp_goal:.0f}× faster" if disp_goal else "",
+                    disp_test, faster=True)
+        latency_row("B1", "GET /v1/self, keep-alive", p, self_ka, series("B1 libtmux", p),
+                    "libtmux Pane.from_pane_id", "", None, faster=True)
+        latency_row("B1", "GET /v1/self, keep-alive", p, self_ka, series("B1 three", p),
+                    "ps + 2× display-message (tty-checked)", "", None, faster=True)
+        latency_row("B1", "GET /v1/self, back to back", p, series("B1 back-to-back self", p),
+                    series("B1 back-to-back floor", p), "floor app", "", None, faster=False)
+        latency_row("B1", "GET /v1/panes/N (no identity), keep-alive", p,
+                    series("B1 keepalive pane", p), series("B1 keepalive floor", p),
+                    "floor app", "", None, faster=False)
+        latency_row("B1", "GET /v1/self, one-shot curl", p, series("B1 curl self", p),
+                    series("B1 curl floor", p), "curl to floor app", "", None, faster=False)
+        latency_row("B1", "GET /v1/self, one-shot curl", p, series("B1 curl self", p),
+                    series("B1 display", p), "display-message -p", "", None, faster=True)
+
+        for conns, least in ((8, 0.7), (1, None)):
+            mine, floor = series(f"B2 {conns} self", p), series(f"B2 {conns} floor", p)
+            if mine and floor:
+                r = median(mine) / median(floor)
+                add(Row("B2", f"/v1/self requests/s, {conns} keep-alive client(s)", str(p),
+                        f"{median(mine):,.0f}/s", "", f"floor app {median(floor):,.0f}/s",
+                        fmt_ratio(r), f"≥ {least}× floor" if least else "",
+                        None if least is None else r >= least))
+
+        for where, alt_key, alt_name in (
+            ("attached", "cm", "control client %layout-change"),
+            ("other", "hook", "run-shell -b hook"),
+        ):
+            for nsubs_key in sorted(
+                {int(k.split()[2]) for k in res.series if k.startswith(f"B3 {where} ")}
+            ):
+                label = f"B3 {where} {nsubs_key}"
+                metric = "last" if nsubs_key > 1 else "first"
+                mine, alt = series(f"{label} {metric}", p), series(f"{label} {alt_key}", p)
+                if not mine or not alt:
+                    continue
+                delta = median(mine) - median(alt)
+                goal = "p50 ≤ alt + 3 ms"
+                ok = delta <= 0.003
+                if p == 100:
+                    goal += ", p99 ≤ 40 ms"
+                    ok = ok and p99(mine) <= 0.040
+                who = "every one of" if nsubs_key > 1 else "the"
+                sess = "the observer's session" if where == "attached" else "another session"
+                add(Row("B3", f"split-window -d in {sess} → {who} {nsubs_key} subscriber(s)",
+                        str(p), fmt_ms(median(mine)), fmt_ms(p99(mine)),
+                        f"{alt_name} {fmt_ms(median(alt))}",
+                        f"{delta * 1000:+.2f} ms", goal, ok))
+                if nsubs_key > 1:
+                    first = series(f"{label} first", p)
+                    if first:
+                        add(Row("B3", f"… the first of {nsubs_key} subscribers", str(p),
+                                fmt_ms(median(first)), fmt_ms(p99(first)),
+                                f"{alt_name} {fmt_ms(median(alt))}",
+                                f"{(median(first) - median(alt)) * 1000:+.2f} ms", "", None))
+
+    heavy = max(sizes) if sizes else 0
+    rss = _fact(res, f"B4 RSS@{heavy}")
+    nsubs = _fact(res, f"B4 subscribers@{heavy}")
+    if rss is not None:
+        add(Row("B4", f"daemon RSS with {nsubs} subscribers", str(heavy), fmt_bytes(rss), "",
+                "", "", "≤ 100 MB", rss <= 100 * MB))
+    b4 = res.get("B4 keepalive self", heavy)
+    small = min(sizes) if sizes else 0
+    base = res.get("B1 keepalive self", small)
+    if b4 and base:
+        r = median(b4) / median(base)
+        add(Row("B4", f"GET /v1/self keep-alive with {nsubs} subscribers", str(heavy),
+                fmt_ms(median(b4)), fmt_ms(p99(b4)),
+                f"same at {small} panes {fmt_ms(median(base))}", fmt_ratio(r),
+                "≤ 1.2×", r <= 1.2))
+        floor = res.get("B4 keepalive floor", heavy)
+        if floor:
+            add(Row("B4", f"GET /v1/self keep-alive with {nsubs} subscribers", str(heavy),
+                    fmt_ms(median(b4)), fmt_ms(p99(b4)), f"floor app {fmt_ms(median(floor))}",
+                    fmt_ratio(median(b4) / median(floor)), "", None))
+
+    idle = _fact(res, f"B5 idle with daemon@{heavy}")
+    base_idle = _fact(res, f"B5 server idle without daemon@{heavy}")
+    secs = _fact(res, "B5 idle seconds")
+    if idle is not None and base_idle is not None and secs:
+        scale = 60.0 / secs
+        cpu = (idle["daemon"] + idle["clients"]) * scale
+        add(Row("B5", "daemon CPU (incl. its tmux clients), 60 s idle", str(heavy),
+                f"{cpu:.3f} s", "", f"python {idle['daemon'] * scale:.3f} s + tmux clients "
+                f"{idle['clients'] * scale:.3f} s", "", "≤ 0.3 s", cpu <= 0.3))
+        extra = (idle["server"] - base_idle) * scale
+        add(Row("B5", "extra tmux-server CPU caused by the daemon, 60 s idle", str(heavy),
+                f"{extra:.3f} s", "", f"server {idle['server'] * scale:.3f} s with, "
+                f"{base_idle * scale:.3f} s without", "", "≤ 0.6 s", extra <= 0.6))
+
+    for p in sizes:
+        text = _fact(res, f"B6 self text@{p}")
+        if text is not None:
+            add(Row("B6", "/v1/self?format=text (window of 4 panes)", str(p), f"{text} B", "",
+                    "", "", "≤ 300 B", text <= 300))
+        summ = _fact(res, f"B6 summary@{p}")
+        if summ is not None:
+            dump = _fact(res, f"B6 dump location fields@{p}")
+            lib = _fact(res, f"B6 dump libtmux fields@{p}")
+            add(Row("B6", "/v1/panes?window=self&detail=summary (4 panes)", str(p),
+                    f"{summ} B", "",
+                    f"list-panes -a as JSON: {fmt_bytes(dump)} (location fields), "
+                    f"{fmt_bytes(lib)} (libtmux's fields)",
+                    f"{dump / summ:,.0f}× smaller", "≤ 1.5 KB", summ <= 1536))
+
+    k = _fact(res, f"B7 split_k@{heavy}")
+    extra_rate = 0.0
+    if idle is not None and base_idle is not None and secs:
+        extra_rate = max(0.0, (idle["server"] - base_idle) / secs)
+    listing = _fact(res, f"B7 list-panes location fields@{heavy}")
+    own_listing = _fact(res, f"B7 list-panes daemon fields@{heavy}")
+    for label in ("attached", "other"):
+        with_ = _fact(res, f"B7 with {label}@{heavy}")
+        without = _fact(res, f"B7 without {label}@{heavy}")
+        if with_ is None or without is None or not k or listing is None:
+            continue
+        # Per change (a split or its kill): the difference, less the daemon's idle cost
+        # (safety-net digest) over the with-daemon run's wall time.
+        per = (with_[0] - without[0] - extra_rate * with_[1]) / (2 * k)
+        # A listing too cheap to register one clock tick cannot be a denominator.
+        r = per / listing if listing > 0 else math.nan
+        sess = "the observer's session" if label == "attached" else "another session"
+        add(Row("B7", f"tmux-server CPU the daemon spends per split ({sess})", str(heavy),
+                fmt_ms(per), "", f"one list-panes -a (location fields) {fmt_ms(listing)}; "
+                f"with the daemon's own fields {fmt_ms(own_listing)}", fmt_ratio(r),
+                "≤ 0.1×", None if math.isnan(r) else r <= 0.1))
+    return rows
+
+
+def goal_table(rows: list[Row]) -> str:
+    head = "| # | measurement | panes | median | p99 | compared with | ratio | goal | met |"
+    out = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(
+            f"| {r.id} | {r.what} | {r.panes} | {r.median} | {r.p99} | {r.versus} | "
+            f"{r.ratio} | {r.goal} | {_met(r.met)} |"
+        )
+    return "\n".join(out)
+
+
+def series_table(res: Results) -> str:
+    out = ["| series | panes | n | median | p99 | min |", "|---|---|---|---|---|---|"]
+    for name in sorted(res.series):
+        for panes, values in sorted(res.series[name].items()):
+            if name.startswith("B2"):
+                out.append(
+                    f"| {name} (requests/s) | {panes} | {len(values)} | {median(values):,.0f} | "
+                    f" | {min(values):,.0f} |"
+                )
+            else:
+                out.append(
+                    f"| {name} | {panes} | {len(values)} | {fmt_ms(median(values))} | "
+                    f"{fmt_ms(p99(values))} | {fmt_ms(min(values))} |"
+                )
+    return "\n".join(out)
+
+
+def facts_list(res: Results) -> str:
+    out = []
+    for key in sorted(res.facts):
+        value = res.facts[key]
+        if isinstance(value, float):
+            value = f"{value:.4f}" if not math.isnan(value) else "n/a"
+        elif isinstance(value, tuple):
+            value = ", ".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in value)
+        elif isinstance(value, dict):
+            value = ", ".join(
+                f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items()
+            )
+        elif isinstance(value, str) and "\n" in value:
+            value = "`" + value.replace("\n", "⏎") + "`"
+        out.append(f"- {key}: {value}")
+    return "\n".join(out)
+
+
+def summary(rows: list[Row]) -> str:
+    judged = [r for r in rows if r.met is not None]
+    missed = [r for r in judged if not r.met]
+    line = f"{len(judged) - len(missed)} of {len(judged)} goals met."
+    if missed:
+        line += " Missed: " + "; ".join(f"{r.id} {r.what} ({r.panes} panes)" for r in missed)
+    return line
+
+
+METHOD = """\
+How it was measured (one run, one machine; every ratio compares numbers of the same run):
+
+- Each size is a private tmux server (`-S` socket in a temp dir, no config) with panes
+  running `sleep`, in several sessions and windows (400x200, tiled); one window of 4 panes
+  holds the measuring client (`bench.client_probe`), which runs inside a pane so that
+  `/v1/self` identifies it by its controlling tty.
+- The daemon is `python -m tmuxlocd serve -S <socket> --listen unix:<dir>/d.sock`; the
+  floor is `bench.floor_app`, a minimal aiohttp app returning a fixed JSON body of the same
+  size as the `/v1/self` answer, on the same kind of socket, also with no access log.
+- B1: the same keep-alive client (`http.client` over AF_UNIX) for daemon and floor, requests
+  round robin between them, 1 ms apart ("back to back": no pause); one-shot `curl
+  --unix-socket`; `display-message -p -t %N` with the Location's 17 fields as a subprocess;
+  libtmux `Pane.from_pane_id` (one Server object reused); the tty-checked read of per-turn
+  context plugins (`ps -o tty=`, `display-message` of `pane_tty`, then of the fields).
+- B2: closed-loop keep-alive clients on asyncio streams (each sends its next request when the
+  previous answer is complete); rounds alternate which server goes first.
+- B3: from spawning `tmux split-window -d` (subprocess) until a subscriber of
+  `/v1/events?format=ndjson` has the `pane.added` line (timestamped in the socket callback,
+  before parsing). Next to it in the same samples: a bare control client
+  (`-C attach -f no-output,ignore-size,read-only`) on the observer's session, its
+  `%layout-change`; and a hook `window-layout-changed[9]` → `run-shell -b 'echo x > FIFO'`.
+  The new pane is killed after every sample, and the next sample starts after 60 ms of quiet.
+- B5/B7: CPU from `/proc/<pid>/stat` (utime+stime). B7 splits and kills over a control
+  connection (no client start-up), 40 ms apart, with the daemon waiting for its event of each
+  change, and without the daemon; the difference, less the daemon's idle cost over the same
+  wall time, divided by the number of changes (each split and each kill).
+"""
+
+
+def render(res: Results) -> str:
+    rows = build_rows(res)
+    f = res.facts
+    parts = [
+        "# tmuxlocd benchmark results",
+        "",
+        f"Date {f.get('date')}; {f.get('tmux')}; Python {f.get('python')}; "
+        f"{f.get('cores')} cores; sizes {f.get('sizes')} panes"
+        + ("; **quick run** (few iterations, not for the record)" if f.get("quick") else "")
+        + ". Regenerate with `python -m bench`.",
+        "",
+        summary(rows),
+        "",
+        goal_table(rows),
+        "",
+    ]
+    if res.misses:
+        parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
+    parts += [METHOD, "## All series", "", series_table(res), "", "## Facts", "",
+              facts_list(res), ""]
+    return "\n".join(parts)

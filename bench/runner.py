@@ -1,0 +1,785 @@
+"""The benchmark run: one private tmux server per size, the daemon on it, and every
+alternative measured next to it in the same run (SPEC §9, B1-B7).
+
+The measuring client of the identity rows runs inside a pane (``bench.client_probe``),
+because ``/v1/self`` knows its caller by the caller's controlling tty.  Change propagation,
+memory and CPU are measured from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import procstat
+from bench.httpclient import StreamRecorder, open_stream
+from bench.tmuxfarm import (
+    LOCATION_FIELDS,
+    PANE_CMD,
+    Bus,
+    ControlPeer,
+    Farm,
+    attach_control,
+    clean_env,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The fields of a Location (SPEC §3), as one display-message / one libtmux read gets them.
+SELF_FORMAT = "\t".join(
+    f"#{{{f}}}"
+    for f in (
+        "session_id", "session_name", "window_id", "window_index", "window_name",
+        "window_active", "window_zoomed_flag", "window_layout", "pane_id", "pane_index",
+        "pane_active", "pane_tty", "pane_pid", "pane_left", "pane_top", "pane_width",
+        "pane_height",
+    )
+)
+
+
+@dataclass
+class Plan:
+    """Iteration counts; ``quick`` shrinks everything to a few seconds in total."""
+
+    quick: bool
+    sizes: tuple[int, ...]
+    latency_n: int
+    latency_gap_s: float
+    b2b_n: int
+    curl_n: int
+    alt_n: dict[int, int]
+    tput_s: float
+    tput_rounds: int
+    prop_n: dict[int, int]
+    many_subs: int
+    idle_s: float
+    split_k: int
+    list_k: int
+
+    @classmethod
+    def make(cls, quick: bool, sizes: tuple[int, ...] | None = None) -> Plan:
+        if quick:
+            return cls(
+                quick=True, sizes=sizes or (10,), latency_n=60, latency_gap_s=0.001, b2b_n=100,
+                curl_n=5, alt_n={}, tput_s=0.25, tput_rounds=1, prop_n={}, many_subs=10,
+                idle_s=2.0, split_k=5, list_k=5,
+            )
+        return cls(
+            quick=False, sizes=sizes or (10, 100, 1000), latency_n=1000, latency_gap_s=0.001,
+            b2b_n=2000, curl_n=100, alt_n={10: 60, 100: 60, 1000: 25}, tput_s=1.5,
+            tput_rounds=2, prop_n={10: 60, 100: 120, 1000: 60}, many_subs=100, idle_s=60.0,
+            split_k=100, list_k=20,
+        )
+
+    def alts(self, panes: int) -> int:
+        return self.alt_n.get(panes, 3)
+
+    def props(self, panes: int) -> int:
+        return self.prop_n.get(panes, 5)
+
+
+@dataclass
+class Results:
+    """Everything measured: named series per pane count, and single facts."""
+
+    series: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+    misses: list[str] = field(default_factory=list)
+
+    def add(self, name: str, panes: int, values: list[float]) -> None:
+        self.series.setdefault(name, {}).setdefault(panes, []).extend(values)
+
+    def get(self, name: str, panes: int) -> list[float]:
+        return self.series.get(name, {}).get(panes, [])
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+class Gate:
+    """Counts outstanding hits; set when every armed tap has seen its line."""
+
+    def __init__(self) -> None:
+        self.left = 0
+        self.event = asyncio.Event()
+
+    def add(self) -> None:
+        self.left += 1
+        self.event.clear()
+
+    def done_one(self) -> None:
+        self.left -= 1
+        if self.left <= 0:
+            self.event.set()
+
+    async def wait(self, timeout: float) -> bool:
+        if self.left <= 0:
+            return True
+        try:
+            await asyncio.wait_for(self.event.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+class Tap:
+    """Watches one line source for the first line matching a predicate, and when it came.
+
+    The check runs in the source's data callback, so waiting for 100 subscribers costs one
+    predicate call per line, not a scan of everything on every wake-up."""
+
+    def __init__(self) -> None:
+        self.pred: Callable[[bytes], bool] | None = None
+        self.hit: float | None = None
+        self.gate: Gate | None = None
+
+    def arm(self, pred: Callable[[bytes], bool], gate: Gate) -> None:
+        self.pred, self.hit, self.gate = pred, None, gate
+        gate.add()
+
+    def disarm(self) -> None:
+        self.pred = None
+
+    def see(self, t: float, line: bytes) -> None:
+        if self.pred is not None and self.pred(line):
+            self.pred = None
+            self.hit = t
+            assert self.gate is not None
+            self.gate.done_one()
+
+
+class FifoReader:
+    """The read end of a FIFO that a ``run-shell -b`` hook writes to."""
+
+    def __init__(self, path: Path, bus: Bus, on_line: Callable[[float, bytes], None]) -> None:
+        os.mkfifo(path)
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        # Our own write end keeps the FIFO from reporting EOF between hook jobs.
+        self.keep = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        self.bus, self.on_line = bus, on_line
+        self.count = 0
+        asyncio.get_running_loop().add_reader(self.fd, self._read)
+
+    def _read(self) -> None:
+        now = time.perf_counter()
+        try:
+            data = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return
+        for line in data.splitlines():
+            self.count += 1
+            self.on_line(now, line)
+        self.bus.notify()
+
+    def close(self) -> None:
+        asyncio.get_running_loop().remove_reader(self.fd)
+        os.close(self.fd)
+        os.close(self.keep)
+
+
+class ProbeLink:
+    """The control connection to ``bench.client_probe`` running in a pane."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.hello: dict[str, Any] = {}
+        self._conn: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._server: asyncio.Server | None = None
+
+    async def listen(self) -> None:
+        async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            if not self._conn.done():
+                self._conn.set_result((r, w))
+
+        self._server = await asyncio.start_unix_server(on_conn, self.path, limit=64 << 20)
+
+    async def connected(self, timeout: float) -> None:
+        reader, _ = await asyncio.wait_for(asyncio.shield(self._conn), timeout)
+        self.hello = json.loads(await asyncio.wait_for(reader.readline(), timeout))
+
+    async def job(self, kind: str, timeout: float = 600.0, **args: Any) -> dict[str, Any]:
+        reader, writer = await self._conn
+        writer.write(json.dumps({"kind": kind, **args}).encode() + b"\n")
+        line = await asyncio.wait_for(reader.readline(), timeout)
+        if not line:
+            raise RuntimeError("the probe went away")
+        result: dict[str, Any] = json.loads(line)
+        if not result.get("ok"):
+            raise RuntimeError(f"probe job {kind} failed:\n{result.get('error')}")
+        return result
+
+    async def close(self) -> None:
+        if self._conn.done():
+            _, writer = self._conn.result()
+            writer.close()
+        if self._server is not None:
+            self._server.close()
+
+
+class Daemon:
+    """``python -m tmuxlocd serve`` on one private server, as its own process."""
+
+    def __init__(self, farm: Farm) -> None:
+        self.farm = farm
+        self.socket = str(farm.dir / "d" / "d.sock")
+        self.log_path = farm.dir / "daemon.log"
+        self.proc: asyncio.subprocess.Process | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    async def start(self, timeout: float = 120.0) -> None:
+        errlog = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "tmuxlocd", "serve", "-S", self.farm.socket,
+                "--listen", f"unix:{self.socket}",
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog,
+                env=clean_env(), cwd=str(REPO),
+            )
+        finally:
+            os.close(errlog)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.returncode is not None:
+                raise RuntimeError(f"the daemon exited ({self.proc.returncode}):\n{self.tail()}")
+            with contextlib.suppress(OSError, ValueError, asyncio.IncompleteReadError):
+                health = await http_json(self.socket, "/v1/health")
+                servers = health.get("servers", [])
+                if (
+                    servers
+                    and servers[0].get("observer") == "attached"
+                    and servers[0].get("panes") == self.farm.total
+                ):
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the daemon did not get ready:\n{self.tail()}")
+            await asyncio.sleep(0.05)
+
+    def tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+    def cpu(self) -> tuple[float, float]:
+        return procstat.tree_cpu_seconds(self.pid)
+
+    async def stop(self) -> None:
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+
+
+class Floor:
+    """``bench.floor_app``: the minimal aiohttp app with a body of the daemon's size."""
+
+    def __init__(self, directory: Path, size: int) -> None:
+        self.socket = str(directory / "floor.sock")
+        self.size = size
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.floor_app", "--path", self.socket,
+            "--size", str(self.size),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=clean_env(), cwd=str(REPO),
+        )
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 30)
+        if line.strip() != b"ready":
+            raise RuntimeError("the floor app did not start")
+
+    async def stop(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+async def http_json(socket_path: str, target: str, method: str = "GET") -> Any:
+    """One request on a fresh connection, for control of the run (not measured)."""
+    reader, writer = await asyncio.open_unix_connection(socket_path)
+    try:
+        writer.write(
+            f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            "Content-Length: 0\r\n\r\n".encode()
+        )
+        raw = await asyncio.wait_for(reader.read(), 30)
+    finally:
+        writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    if b" 200 " not in head.split(b"\r\n")[0]:
+        raise ValueError(head.split(b"\r\n")[0].decode())
+    return json.loads(body)
+
+
+def observer_session(farm: Farm, daemon: Daemon) -> str:
+    """The session the daemon's control client is attached to."""
+    mine = set(procstat.descendants(daemon.pid))
+    out = farm.run("list-clients", "-F", "#{client_control_mode} #{client_pid} #{session_id}")
+    for line in out.splitlines():
+        mode, pid, sid = line.split(" ", 2)
+        if mode == "1" and int(pid) in mine:
+            return sid
+    raise RuntimeError(f"no control client of the daemon in list-clients:\n{out}")
+
+
+@dataclass
+class Targets:
+    """Where splits happen: a pane in the observer's session, and one in another session."""
+
+    attached_pane: str
+    attached_window: str
+    attached_session: str
+    other_pane: str
+    other_window: str
+    other_session: str
+
+
+def pick_targets(farm: Farm, attached_session: str) -> Targets:
+    panes = [p for p in farm.panes() if p["window_name"] != "probe"]
+    att = next(p for p in panes if p["session_id"] == attached_session)
+    oth = next(p for p in panes if p["session_id"] != attached_session)
+    return Targets(
+        att["pane_id"], att["window_id"], att["session_id"],
+        oth["pane_id"], oth["window_id"], oth["session_id"],
+    )
+
+
+class Subscribers:
+    """N NDJSON ``/v1/events`` streams, each with its own tap."""
+
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+        self.streams: list[StreamRecorder] = []
+        self.taps: list[Tap] = []
+
+    async def connect(self, socket_path: str, n: int) -> None:
+        """Open ``n`` more streams; return when each has its first snapshot."""
+        gate = Gate()
+        bus = self.bus
+        for _ in range(n):
+            tap = Tap()
+            tap.arm(lambda line: b'"snapshot"' in line, gate)
+
+            def on_line(t: float, line: bytes, tap: Tap = tap) -> None:
+                tap.see(t, line)
+                bus.notify()
+
+            self.streams.append(
+                await open_stream(socket_path, "/v1/events?format=ndjson", on_line)
+            )
+            self.taps.append(tap)
+        if not await gate.wait(120):
+            raise RuntimeError("subscribers did not get their snapshots")
+
+    def arm(self, pred: Callable[[bytes], bool], gate: Gate) -> None:
+        for tap in self.taps:
+            tap.arm(pred, gate)
+
+    def close(self) -> None:
+        for stream in self.streams:
+            stream.close()
+        self.streams.clear()
+        self.taps.clear()
+
+
+def added(line: bytes) -> bool:
+    return b'"pane.added"' in line
+
+
+def removed(line: bytes) -> bool:
+    return b'"pane.removed"' in line
+
+
+@contextlib.contextmanager
+def hook_fifo(farm: Farm, bus: Bus, tap: Tap) -> Iterator[FifoReader]:
+    """A ``run-shell -b`` hook on every layout change, writing to a FIFO we read."""
+    path = farm.dir / "hook.fifo"
+    reader = FifoReader(path, bus, tap.see)
+    farm.run("set-hook", "-g", "window-layout-changed[9]",
+             f"run-shell -b 'echo x >{path} 2>/dev/null'")
+    try:
+        yield reader
+    finally:
+        farm.run("set-hook", "-gu", "window-layout-changed[9]", check=False)
+        reader.close()
+        path.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------------------ measurements
+
+
+async def propagation(
+    farm: Farm,
+    bus: Bus,
+    subs: Subscribers,
+    cm: ControlPeer | None,
+    cm_tap: Tap,
+    hook_tap: Tap,
+    pane: str,
+    window: str,
+    n: int,
+    res: Results,
+    label: str,
+) -> None:
+    """B3: spawn of ``split-window -d`` -> the event at the subscribers, the
+    ``%layout-change`` at a bare control client, and a ``run-shell -b`` hook's write."""
+    wid = window.encode()
+    series: dict[str, list[float]] = {
+        k: [] for k in ("first", "last", "cm", "hook", "cli")
+    }
+    misses = 0
+    for _ in range(n):
+        await bus.quiet(0.06)
+        gate = Gate()
+        subs.arm(added, gate)
+        if cm is not None:
+            cm_tap.arm(lambda line: line.startswith(b"%layout-change " + wid + b" "), gate)
+        hook_tap.arm(lambda line: True, gate)
+        t0 = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            *farm.argv("split-window", "-d", "-t", pane, "-P", "-F", "#{pane_id}", *PANE_CMD),
+            stdout=subprocess.PIPE, env=farm.env,
+        )
+        out, _ = await proc.communicate()
+        t_cli = time.perf_counter()
+        new = out.decode().strip()
+        if not new.startswith("%"):
+            raise RuntimeError(f"split-window -t {pane} failed")
+        ok = await gate.wait(5.0)
+        for tap in (*subs.taps, cm_tap, hook_tap):
+            tap.disarm()
+        hits = [t.hit for t in subs.taps]
+        if not ok or any(h is None for h in hits):
+            misses += 1
+        else:
+            got = [h - t0 for h in hits if h is not None]
+            series["first"].append(got[0])
+            series["last"].append(max(got))
+            series["cli"].append(t_cli - t0)
+            if cm is not None and cm_tap.hit is not None:
+                series["cm"].append(cm_tap.hit - t0)
+            if hook_tap.hit is not None:
+                series["hook"].append(hook_tap.hit - t0)
+        gate = Gate()
+        subs.arm(removed, gate)
+        await farm.arun("kill-pane", "-t", new)
+        if not await gate.wait(5.0):
+            misses += 1
+        for tap in subs.taps:
+            tap.disarm()
+    for key, values in series.items():
+        if values:
+            res.add(f"B3 {label} {key}", farm.total, values)
+    if misses:
+        res.misses.append(f"B3 {label} at {farm.total} panes: {misses} of {n} samples timed out")
+
+
+async def split_cost(
+    farm: Farm,
+    driver: ControlPeer,
+    bus: Bus,
+    subs: Subscribers | None,
+    pane: str,
+    k: int,
+) -> tuple[float, float]:
+    """B7: tmux-server CPU seconds over ``k`` split+kill pairs made over a control
+    connection (no client start-up), and the wall time they took.  With ``subs``, each step
+    waits for the daemon's event, so the daemon's re-read of each change is inside the
+    window; the pacing is the same without it."""
+    await bus.quiet(0.2)
+    c0 = procstat.cpu_ticks(farm.pid)
+    w0 = time.perf_counter()
+    for _ in range(k):
+        for step in ("split", "kill"):
+            gate = Gate()
+            if subs is not None:
+                subs.arm(added if step == "split" else removed, gate)
+            if step == "split":
+                out = await driver.command(
+                    f"split-window -d -t {pane} -P -F '#{{pane_id}}' {' '.join(PANE_CMD)}"
+                )
+                new = out[0].decode().strip()
+            else:
+                await driver.command(f"kill-pane -t {new}")
+            if subs is not None and not await gate.wait(5.0):
+                raise RuntimeError("the daemon did not report a split in time")
+            # Real splits are seconds apart: let each change be handled on its own
+            # (hook confirmations, debounce) rather than coalesced with the next.
+            await asyncio.sleep(0.04)
+    await asyncio.sleep(0.3)
+    return (procstat.cpu_ticks(farm.pid) - c0) / procstat.CLK_TCK, time.perf_counter() - w0
+
+
+async def list_cost(farm: Farm, driver: ControlPeer, fmt: str, k: int) -> float:
+    """Server CPU seconds of one ``list-panes -a -F fmt`` over a control connection."""
+    c0 = procstat.cpu_ticks(farm.pid)
+    for _ in range(k):
+        await driver.command(f"list-panes -a -F '{fmt}'")
+    return (procstat.cpu_ticks(farm.pid) - c0) / procstat.CLK_TCK / k
+
+
+async def idle_cpu(farm: Farm, daemon: Daemon | None, seconds: float) -> dict[str, float]:
+    s0 = procstat.cpu_seconds(farm.pid)
+    d0 = daemon.cpu() if daemon else (0.0, 0.0)
+    await asyncio.sleep(seconds)  # the measured idle interval itself
+    s1 = procstat.cpu_seconds(farm.pid)
+    d1 = daemon.cpu() if daemon else (0.0, 0.0)
+    return {"server": s1 - s0, "daemon": d1[0] - d0[0], "clients": d1[1] - d0[1]}
+
+
+# ------------------------------------------------------------------------------ one size
+
+
+async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str) -> None:
+    log(f"{panes} panes: building the tmux server")
+    farm = Farm(tmux, panes)
+    bus = Bus()
+    probe = ProbeLink(str(farm.dir / "ctl.sock"))
+    await probe.listen()
+    daemon: Daemon | None = None
+    floor: Floor | None = None
+    subs = Subscribers(bus)
+    try:
+        await asyncio.to_thread(
+            farm.build, [sys.executable, "-m", "bench.client_probe", probe.path], str(REPO)
+        )
+        await probe.connected(60)
+        probe_pane = str(probe.hello["pane"])
+        log(f"{panes} panes: probe in {probe_pane} on {probe.hello['tty']}")
+
+        # Planned split targets (the observer attaches to the lowest session id when no
+        # client is attached; checked below once the daemon runs).
+        first_targets = pick_targets(farm, "$0")
+        pair_fmt = "\t".join(f"#{{{f}}}" for f in LOCATION_FIELDS)
+        from tmuxlocd.model import PANE_FORMAT
+
+        if heavy:
+            log(f"{panes} panes: idle tmux server without the daemon ({plan.idle_s:.0f} s)")
+            base_idle = await idle_cpu(farm, None, plan.idle_s)
+            res.facts[f"B5 server idle without daemon@{panes}"] = base_idle["server"]
+            log(f"{panes} panes: split cost without the daemon")
+            driver = await attach_control(
+                farm, first_targets.other_session, "no-output,ignore-size", bus
+            )
+            try:
+                for label, pane in (
+                    ("attached", first_targets.attached_pane),
+                    ("other", first_targets.other_pane),
+                ):
+                    cpu, wall = await split_cost(farm, driver, bus, None, pane, plan.split_k)
+                    res.facts[f"B7 without {label}@{panes}"] = (cpu, wall)
+                res.facts[f"B7 list-panes location fields@{panes}"] = await list_cost(
+                    farm, driver, pair_fmt, plan.list_k
+                )
+                res.facts[f"B7 list-panes daemon fields@{panes}"] = await list_cost(
+                    farm, driver, PANE_FORMAT, plan.list_k
+                )
+            finally:
+                await driver.close()
+
+        log(f"{panes} panes: starting the daemon")
+        daemon = Daemon(farm)
+        t_start = time.perf_counter()
+        await daemon.start()
+        res.facts[f"daemon ready s@{panes}"] = time.perf_counter() - t_start
+        attached = observer_session(farm, daemon)
+        targets = pick_targets(farm, attached)
+        res.facts[f"RSS no subscribers@{panes}"] = procstat.rss_bytes(daemon.pid)
+
+        # What the probe's pane looks like to the daemon, and the bytes a model reads (B6).
+        me = await probe.job("fetch", socket=daemon.socket, path="/v1/self")
+        body = json.loads(me["body"])
+        if not body.get("inside_tmux"):
+            raise RuntimeError(f"/v1/self from the probe's pane says: {me['body']}")
+        self_size = me["length"]
+        res.facts[f"B1 self body bytes@{panes}"] = self_size
+        text = await probe.job("fetch", socket=daemon.socket, path="/v1/self?format=text")
+        res.facts[f"B6 self text@{panes}"] = text["length"]
+        res.facts[f"B6 self text body@{panes}"] = text["body"]
+        summary = await probe.job(
+            "fetch", socket=daemon.socket, path="/v1/panes?window=self&detail=summary"
+        )
+        res.facts[f"B6 summary@{panes}"] = summary["length"]
+        res.facts[f"B6 summary panes@{panes}"] = len(json.loads(summary["body"])["panes"])
+        rows = await asyncio.to_thread(farm.dump_json_rows, LOCATION_FIELDS)
+        res.facts[f"B6 dump location fields@{panes}"] = len(json.dumps(rows).encode())
+        from libtmux.neo import get_output_format
+
+        lib_fields, _ = get_output_format("list-panes", farm.run("-V").split()[-1])
+        rows = await asyncio.to_thread(farm.dump_json_rows, lib_fields)
+        rows = [{k: v for k, v in row.items() if v} for row in rows]
+        res.facts[f"B6 dump libtmux fields@{panes}"] = len(json.dumps(rows).encode())
+        res.facts["B6 libtmux field count"] = len(lib_fields)
+
+        floor = Floor(farm.dir, self_size)
+        await floor.start()
+
+        # B1: keep-alive latency, the daemon and the floor app round robin.
+        pane_num = probe_pane.lstrip("%")
+        log(f"{panes} panes: B1 latency")
+        lat = await probe.job(
+            "latency", n=plan.latency_n, warmup=50, gap_s=plan.latency_gap_s,
+            targets=[
+                {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+                {"name": "pane", "socket": daemon.socket, "path": f"/v1/panes/{pane_num}"},
+            ],
+        )
+        for name, values in lat["samples"].items():
+            res.add(f"B1 keepalive {name}", panes, values)
+        b2b = await probe.job(
+            "latency", n=plan.b2b_n, warmup=50, gap_s=0.0,
+            targets=[
+                {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+            ],
+        )
+        for name, values in b2b["samples"].items():
+            res.add(f"B1 back-to-back {name}", panes, values)
+        curl = await probe.job(
+            "curl", n=plan.curl_n, warmup=2,
+            targets=[
+                {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+            ],
+        )
+        for name, values in curl["samples"].items():
+            res.add(f"B1 curl {name}", panes, values)
+        alts = await probe.job(
+            "alternatives", n=plan.alts(panes), warmup=1, tmux=tmux, server=farm.socket,
+            pane=probe_pane, fmt=SELF_FORMAT,
+        )
+        for name, values in alts["samples"].items():
+            res.add(f"B1 {name}", panes, values)
+
+        # B2: throughput, 1 and 8 connections.
+        log(f"{panes} panes: B2 throughput")
+        for conns in (1, 8):
+            tput = await probe.job(
+                "throughput", conns=conns, duration=plan.tput_s, rounds=plan.tput_rounds,
+                targets=[
+                    {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+                    {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+                ],
+            )
+            for name, values in tput["rates"].items():
+                res.add(f"B2 {conns} {name}", panes, values)
+
+        # B3: change propagation, 1 subscriber then many.
+        cm_tap, hook_tap = Tap(), Tap()
+        cm = await attach_control(farm, attached, "no-output,ignore-size,read-only", bus)
+        cm.on_line = cm_tap.see
+        try:
+            with hook_fifo(farm, bus, hook_tap):
+                for nsubs in (1, plan.many_subs):
+                    log(f"{panes} panes: B3 propagation, {nsubs} subscriber(s)")
+                    await subs.connect(daemon.socket, nsubs - len(subs.streams))
+                    for where, pane, window, peer in (
+                        ("attached", targets.attached_pane, targets.attached_window, cm),
+                        ("other", targets.other_pane, targets.other_window, None),
+                    ):
+                        await propagation(
+                            farm, bus, subs, peer, cm_tap, hook_tap, pane, window,
+                            plan.props(panes), res, f"{where} {nsubs}",
+                        )
+        finally:
+            await cm.close()
+
+        if heavy:
+            # B4: memory and latency with many subscribers connected.
+            log(f"{panes} panes: B4 with {len(subs.streams)} subscribers")
+            res.facts[f"B4 subscribers@{panes}"] = len(subs.streams)
+            res.facts[f"B4 RSS@{panes}"] = procstat.rss_bytes(daemon.pid)
+            lat = await probe.job(
+                "latency", n=plan.latency_n, warmup=50, gap_s=plan.latency_gap_s,
+                targets=[
+                    {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+                    {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+                ],
+            )
+            for name, values in lat["samples"].items():
+                res.add(f"B4 keepalive {name}", panes, values)
+            subs.close()
+            await floor.stop()
+            floor = None
+
+            # B7 with the daemon: its re-reads of each change are inside the window.
+            log(f"{panes} panes: B7 split cost with the daemon")
+            one = Subscribers(bus)
+            await one.connect(daemon.socket, 1)
+            driver = await attach_control(
+                farm, first_targets.other_session, "no-output,ignore-size", bus
+            )
+            try:
+                for label, pane in (
+                    ("attached", targets.attached_pane),
+                    ("other", targets.other_pane),
+                ):
+                    cpu, wall = await split_cost(farm, driver, bus, one, pane, plan.split_k)
+                    res.facts[f"B7 with {label}@{panes}"] = (cpu, wall)
+            finally:
+                await driver.close()
+                one.close()
+
+            # B5: idle, no subscribers, nothing happening.
+            log(f"{panes} panes: B5 idle with the daemon ({plan.idle_s:.0f} s)")
+            await bus.quiet(0.5)
+            idle = await idle_cpu(farm, daemon, plan.idle_s)
+            res.facts[f"B5 idle with daemon@{panes}"] = idle
+            res.facts["B5 idle seconds"] = plan.idle_s
+            res.facts[f"B7 split_k@{panes}"] = plan.split_k
+
+        res.facts[f"RSS end@{panes}"] = procstat.rss_bytes(daemon.pid)
+        own, kids = daemon.cpu()
+        res.facts[f"daemon CPU total@{panes}"] = (own, kids)
+    except Exception:
+        if daemon is not None:
+            log("daemon log tail:\n" + daemon.tail())
+        raise
+    finally:
+        subs.close()
+        if floor is not None:
+            await floor.stop()
+        if daemon is not None:
+            await daemon.stop()
+        await probe.close()
+        farm.kill()
+
+
+async def run(plan: Plan, res: Results) -> None:
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise RuntimeError("no tmux on PATH")
+    heaviest = max(plan.sizes)
+    for panes in plan.sizes:
+        await run_size(panes, plan, res, heavy=panes == heaviest, tmux=tmux)

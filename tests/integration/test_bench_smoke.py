@@ -1,0 +1,43 @@
+"""The benchmark suite still runs: ``python -m bench --quick`` end to end, in seconds.
+
+It writes to a temporary file (never over the recorded bench/RESULTS.md) and must produce a
+goal row for each figure it measures at 10 panes.  Whether the goals are met is for the full
+run to say; this only keeps the harness from rotting.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
+    pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl"),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_quick_run_writes_a_table(tmp_path: Path) -> None:
+    recorded = REPO / "bench" / "RESULTS.md"
+    before = recorded.stat().st_mtime_ns if recorded.exists() else None
+    out = tmp_path / "results.md"
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=110, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    text = out.read_text()
+    assert "| # | measurement | panes | median | p99 |" in text
+    for figure in ("B1", "B2", "B3", "B4", "B5", "B6", "B7"):
+        assert f"| {figure} |" in text, f"no {figure} row in:\n{text}"
+    assert "tmux 3" in text and "cores" in text
+    after = recorded.stat().st_mtime_ns if recorded.exists() else None
+    assert after == before, "the quick run must not overwrite bench/RESULTS.md"
