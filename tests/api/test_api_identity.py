@@ -1,0 +1,215 @@
+"""Who is calling, proven by real processes: a child whose controlling tty is a pty we open
+(and that the hand-fed hub says is a pane's tty), children without a tty, another uid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from tests.api.apitest import SPEC_LAYOUT, Api, curl, spec_state
+from tmuxlocd.hub import Hub
+from tmuxlocd.observer import resolve_server
+
+A = resolve_server("tla-alpha")
+SETSID = shutil.which("setsid")
+SETPRIV = shutil.which("setpriv")
+
+pytestmark = pytest.mark.skipif(
+    SETSID is None or shutil.which("curl") is None, reason="needs setsid and curl"
+)
+
+
+@contextmanager
+def pty() -> Iterator[tuple[int, str]]:
+    """A fresh pty: (the slave fd, its path)."""
+    master, slave = os.openpty()
+    try:
+        yield slave, os.ttyname(slave)
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    env.update(extra)
+    return env
+
+
+async def run(
+    argv: list[str], *, stdin: int | None = None, env: dict[str, str] | None = None
+) -> tuple[int, bytes]:
+    """Run a client without blocking the loop the daemon answers on; (status, body)."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env or clean_env(),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 20)
+    body, _, status = out.rpartition(b"\n")
+    assert status.isdigit(), (out, err)
+    return int(status), body
+
+
+def in_pty(argv: list[str]) -> list[str]:
+    """``argv`` in a new session whose controlling tty is its stdin (the pty)."""
+    assert SETSID is not None
+    return [SETSID, "-c", *argv]
+
+
+async def test_a_caller_in_a_pane_is_verified_by_its_tty(api: Api, hub: Hub) -> None:
+    with pty() as (slave, path):
+        hub.update(spec_state(A, tty3=path))
+        status, body = await run(in_pty(curl(api.path, "/v1/self")), stdin=slave)
+        answer = json.loads(body)
+        assert status == 200
+        assert answer["inside_tmux"] is True
+        assert answer["verified_by"] == "tty" and answer["reason"] is None
+        assert answer["location"]["pane"]["id"] == "%3"
+        assert answer["caller"]["tty"] == path
+        assert answer["caller"]["env_pane"] is None
+        assert answer["caller"]["pid"] not in (0, os.getpid())
+        # The same caller, through the routes that take `self`.
+        status, body = await run(in_pty(curl(api.path, "/v1/panes/self")), stdin=slave)
+        assert status == 200 and json.loads(body)["pane"]["id"] == "%3"
+        status, body = await run(
+            in_pty(curl(api.path, "/v1/panes?window=self&detail=summary")), stdin=slave)
+        assert [p["id"] for p in json.loads(body)["panes"]] == ["%3", "%4"]
+        status, body = await run(in_pty(curl(api.path, "/v1/panes/self/neighbors/right")),
+                                 stdin=slave)
+        assert json.loads(body)["panes"] == [{"id": "%4", "index": 1, "shared": 40}]
+
+
+async def test_text_form_from_a_real_caller(api: Api, hub: Hub) -> None:
+    with pty() as (slave, path):
+        hub.update(spec_state(A, tty3=path, layout=SPEC_LAYOUT))
+        status, body = await run(in_pty(curl(api.path, "/v1/self?format=text")), stdin=slave)
+    assert status == 200
+    assert body == (
+        b"tmux location:\n"
+        b'session work, window 1 "editor", pane 0 %3\n'
+        b"window active=1, pane active=1, layout b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}\n"
+    )
+
+
+async def test_tmux_pane_is_only_a_hint(api: Api, hub: Hub) -> None:
+    with pty() as (slave, path):
+        hub.update(spec_state(A, tty3=path))
+        status, body = await run(
+            in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%4"))
+    answer = json.loads(body)
+    assert answer["location"]["pane"]["id"] == "%3"  # the tty decides, not the variable
+    assert answer["caller"]["env_pane"] == "%4"
+
+
+async def test_a_tty_that_is_no_pane(api: Api, hub: Hub) -> None:
+    hub.update(spec_state(A))
+    with pty() as (slave, path):
+        status, body = await run(
+            in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%3"))
+    answer = json.loads(body)
+    assert (answer["inside_tmux"], answer["reason"]) == (False, "tty_not_a_pane")
+    assert answer["caller"]["tty"] == path
+    assert answer["caller"]["env_pane"] == "%3"
+    assert answer["location"] is None
+
+
+async def test_no_server_running(api: Api, hub: Hub) -> None:
+    hub.server(A)  # watched, but down
+    with pty() as (slave, _):
+        status, body = await run(in_pty(curl(api.path, "/v1/self")), stdin=slave)
+    assert json.loads(body)["reason"] == "no_server"
+
+
+def no_tty_child_of_pty_shell(argv: list[str]) -> list[str]:
+    """A shell on the pty starts ``argv`` in a new session with no tty (as setsid does for
+    daemons); the shell stays its parent, so the ancestor walk reaches the pty."""
+    assert SETSID is not None
+    inner = f"{SETSID} {shlex.join(argv)} </dev/null; true"
+    return in_pty(["sh", "-c", inner])
+
+
+async def test_no_controlling_tty_gives_the_ancestor_pane(api: Api, hub: Hub) -> None:
+    with pty() as (slave, path):
+        hub.update(spec_state(A, tty3=path))
+        status, body = await run(no_tty_child_of_pty_shell(curl(api.path, "/v1/self")),
+                                 stdin=slave, env=clean_env(TMUX_PANE="%3"))
+        answer = json.loads(body)
+        assert (answer["inside_tmux"], answer["reason"]) == (False, "no_controlling_tty")
+        assert answer["caller"]["tty"] is None
+        assert answer["caller"]["ancestor_pane"] == "%3"
+        assert answer["caller"]["env_pane"] == "%3"
+        status, body = await run(
+            no_tty_child_of_pty_shell(curl(api.path, "/v1/self?accept=ancestor")), stdin=slave)
+        answer = json.loads(body)
+        assert answer["inside_tmux"] is True and answer["verified_by"] == "ancestor"
+        assert answer["reason"] is None and answer["location"]["pane"]["id"] == "%3"
+        status, body = await run(
+            no_tty_child_of_pty_shell(curl(api.path, "/v1/panes/self")), stdin=slave)
+        assert (status, json.loads(body)["error"]["code"]) == (404, "not_in_a_pane")
+        status, body = await run(
+            no_tty_child_of_pty_shell(curl(api.path, "/v1/panes/self?accept=ancestor")),
+            stdin=slave)
+        assert status == 200 and json.loads(body)["pane"]["id"] == "%3"
+
+
+async def test_no_controlling_tty_comes_before_no_server(api: Api, hub: Hub) -> None:
+    # No server at all, and a child in a session of its own (pytest's may have a tty).
+    assert SETSID is not None
+    status, body = await run([SETSID, *curl(api.path, "/v1/self")])
+    assert json.loads(body)["reason"] == "no_controlling_tty"
+
+
+async def test_pane_self_stream_follows_the_callers_pane(api: Api, hub: Hub) -> None:
+    assert SETSID is not None
+    with pty() as (slave, path):
+        hub.update(spec_state(A, tty3=path))
+        argv = in_pty(["curl", "-sN", "--unix-socket", api.path,
+                       "http://localhost/v1/events?pane=self&format=ndjson"])
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=slave, stdout=asyncio.subprocess.PIPE, env=clean_env())
+        assert proc.stdout is not None
+        try:
+            async def line() -> dict[str, Any]:
+                assert proc.stdout is not None
+                raw = await asyncio.wait_for(proc.stdout.readline(), 10)
+                return dict(json.loads(raw))
+
+            snap = await line()
+            assert [p["pane"]["id"] for p in snap["panes"]] == ["%3"]
+            # Another pane of another server changes: nothing.  Then ours: one event.
+            hub.update(spec_state(resolve_server("tla-other")))
+            hub.update(spec_state(A, tty3=path, layout=SPEC_LAYOUT))
+            ev = await line()
+            assert (ev["type"], ev["location"]["pane"]["id"]) == ("pane.changed", "%3")
+            assert ev["changed"] == ["window.layout", "neighbors"]
+        finally:
+            proc.kill()
+            await proc.wait()
+
+
+@pytest.mark.skipif(SETPRIV is None or os.getuid() != 0, reason="needs setpriv and root")
+async def test_another_uid_is_forbidden(api: Api, hub: Hub) -> None:
+    hub.update(spec_state(A))
+    # Only for this test: let uid 65534 reach the socket at all, so the daemon decides.
+    os.chmod(api.dir, 0o711)
+    os.chmod(api.path, 0o666)
+    assert SETPRIV is not None
+    for url in ("/v1/self", "/v1/panes/3", "/v1/nothing"):
+        status, body = await run(
+            [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups",
+             *curl(api.path, url)])
+        error = json.loads(body)["error"]
+        assert (status, error["code"]) == (403, "forbidden"), url
+        assert "65534" in error["message"]
