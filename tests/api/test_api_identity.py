@@ -108,6 +108,7 @@ async def test_tmux_pane_is_only_a_hint(api: Api, hub: Hub) -> None:
         hub.update(spec_state(A, tty3=path))
         status, body = await run(
             in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%4"))
+    assert status == 200
     answer = json.loads(body)
     assert answer["location"]["pane"]["id"] == "%3"  # the tty decides, not the variable
     assert answer["caller"]["env_pane"] == "%4"
@@ -118,6 +119,7 @@ async def test_a_tty_that_is_no_pane(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
         status, body = await run(
             in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%3"))
+    assert status == 200
     answer = json.loads(body)
     assert (answer["inside_tmux"], answer["reason"]) == (False, "tty_not_a_pane")
     assert answer["caller"]["tty"] == path
@@ -129,7 +131,7 @@ async def test_no_server_running(api: Api, hub: Hub) -> None:
     hub.server(A)  # watched, but down
     with pty() as (slave, _):
         status, body = await run(in_pty(curl(api.path, "/v1/self")), stdin=slave)
-    assert json.loads(body)["reason"] == "no_server"
+    assert status == 200 and json.loads(body)["reason"] == "no_server"
 
 
 def no_tty_child_of_pty_shell(argv: list[str]) -> list[str]:
@@ -168,7 +170,7 @@ async def test_no_controlling_tty_comes_before_no_server(api: Api, hub: Hub) -> 
     # No server at all, and a child in a session of its own (pytest's may have a tty).
     assert SETSID is not None
     status, body = await run([SETSID, *curl(api.path, "/v1/self")])
-    assert json.loads(body)["reason"] == "no_controlling_tty"
+    assert status == 200 and json.loads(body)["reason"] == "no_controlling_tty"
 
 
 async def test_pane_self_stream_follows_the_callers_pane(api: Api, hub: Hub) -> None:
