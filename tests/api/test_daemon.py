@@ -1,0 +1,401 @@
+"""The daemon's listeners and lifecycle (SPEC §6), with a stand-in for the tmux watcher.
+
+``serve()`` runs in-process where it can (listeners, refusals, TCP token) and as a child
+process where the test needs its own signals or inherited file descriptors (SIGTERM,
+socket activation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import stat
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.api.apitest import StreamReader, short_dir
+from tmuxlocd import daemon, systemd
+from tmuxlocd.config import Config
+from tmuxlocd.errors import ConfigError
+from tmuxlocd.hub import Hub
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# Small file helpers: the checks are instant, but kept out of the async bodies on principle.
+def exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def read(path: str) -> str:
+    return Path(path).read_text()
+
+
+def write(path: str, text: str) -> None:
+    Path(path).write_text(text)
+
+
+class FakeWatcher:
+    def __init__(self) -> None:
+        self.stopped = False
+
+    async def wait_synced(self, timeout: float) -> None:
+        return None
+
+    async def stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.fixture
+def watchers(monkeypatch: pytest.MonkeyPatch) -> list[FakeWatcher]:
+    made: list[FakeWatcher] = []
+
+    async def start(hub: Hub, config: Config) -> FakeWatcher:
+        made.append(FakeWatcher())
+        return made[-1]
+
+    monkeypatch.setattr(daemon, "start_watcher", start)
+    return made
+
+
+@pytest.fixture
+def tmp() -> Iterator[str]:
+    directory = short_dir()
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+class Running:
+    def __init__(self, task: asyncio.Task[int], shutdown: asyncio.Event, names: list[str]):
+        self.task = task
+        self.shutdown = shutdown
+        self.names = names
+
+    async def stop(self) -> int:
+        self.shutdown.set()
+        return await asyncio.wait_for(self.task, 5)
+
+
+@contextlib.asynccontextmanager
+async def running(config: Config) -> AsyncIterator[Running]:
+    shutdown = asyncio.Event()
+    ready: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serve_quietly(config, shutdown, ready))
+    either: set[asyncio.Future[Any]] = {task, ready}
+    done, _ = await asyncio.wait(either, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    assert ready in done, f"the daemon did not start: {task.result() if task.done() else '?'}"
+    daemon_ = Running(task, shutdown, ready.result())
+    try:
+        yield daemon_
+    finally:
+        if not task.done():
+            await daemon_.stop()
+
+
+async def serve_quietly(
+    config: Config, shutdown: asyncio.Event, ready: asyncio.Future[list[str]]
+) -> int:
+    return await daemon.serve(config, shutdown=shutdown, on_ready=ready.set_result)
+
+
+async def get(path: str, url: str) -> tuple[int, Any]:
+    async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path)) as session, \
+            session.get("http://localhost" + url) as resp:
+        return resp.status, await resp.json()
+
+
+# ------------------------------------------------------------------------------ paths
+
+
+def test_default_socket_path() -> None:
+    uid = os.getuid()
+    assert daemon.default_socket_path({}) == f"/tmp/tmuxlocd-{uid}/tmuxlocd.sock"
+    assert daemon.default_socket_path({"XDG_RUNTIME_DIR": "/run/user/7"}) == (
+        "/run/user/7/tmuxlocd/tmuxlocd.sock")
+    assert daemon.default_socket_path(
+        {"XDG_RUNTIME_DIR": "/run/user/7", "TMUXLOCD_SOCKET": "/x/y.sock"}) == "/x/y.sock"
+    assert daemon.default_socket_path({"TMUXLOCD_SOCKET": "", "XDG_RUNTIME_DIR": ""}) == (
+        f"/tmp/tmuxlocd-{uid}/tmuxlocd.sock")
+
+
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [("unix:/a/b.sock", ("unix", "/a/b.sock", 0)), ("tcp:127.0.0.1:80", ("tcp", "127.0.0.1", 80)),
+     ("tcp:[::1]:8080", ("tcp", "::1", 8080)), ("tcp:localhost:0", ("tcp", "localhost", 0))],
+)
+def test_parse_listen(spec: str, parsed: tuple[str, str, int]) -> None:
+    assert daemon.parse_listen(spec) == parsed
+
+
+@pytest.mark.parametrize(
+    "spec", ["", "unix:", "tcp:", "tcp:1", "tcp:127.0.0.1:", "tcp:127.0.0.1:99999",
+             "udp:127.0.0.1:1", "/a/b.sock", "tcp::80"],
+)
+def test_parse_listen_rejects(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        daemon.parse_listen(spec)
+
+
+# ------------------------------------------------------------------------------ Unix listener
+
+
+async def test_serves_and_stops_cleanly(tmp: str, watchers: list[FakeWatcher]) -> None:
+    directory = os.path.join(tmp, "run")
+    path = os.path.join(directory, "d.sock")
+    async with running(Config(listen=(f"unix:{path}",))) as d:
+        assert d.names == [f"unix:{path}"]
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        status, body = await get(path, "/v1/health")
+        assert status == 200 and body["status"] == "ok"
+        assert await d.stop() == 0
+    assert not exists(path)
+    assert watchers and watchers[0].stopped
+
+
+async def test_default_listener_follows_tmuxlocd_socket(
+    tmp: str, watchers: list[FakeWatcher], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = os.path.join(tmp, "default.sock")
+    monkeypatch.setenv("TMUXLOCD_SOCKET", path)
+    async with running(Config()) as d:
+        assert d.names == [f"unix:{path}"]
+        assert (await get(path, "/v1/health"))[0] == 200
+
+
+async def test_a_live_socket_is_not_taken_over(
+    tmp: str, watchers: list[FakeWatcher], caplog: pytest.LogCaptureFixture
+) -> None:
+    path = os.path.join(tmp, "d.sock")
+    config = Config(listen=(f"unix:{path}",))
+    async with running(config):
+        with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon"):
+            assert await daemon.serve(config, shutdown=asyncio.Event()) == 1
+        assert any("another tmuxlocd is already listening" in r.getMessage()
+                   for r in caplog.records)
+        assert (await get(path, "/v1/health"))[0] == 200  # the first one is untouched
+
+
+async def test_a_stale_socket_is_replaced(tmp: str, watchers: list[FakeWatcher]) -> None:
+    path = os.path.join(tmp, "d.sock")
+    with socket.socket(socket.AF_UNIX) as old:
+        old.bind(path)  # bound, never listening, closed: nothing answers
+    async with running(Config(listen=(f"unix:{path}",))):
+        assert (await get(path, "/v1/health"))[0] == 200
+
+
+async def test_a_file_that_is_not_a_socket_is_left_alone(
+    tmp: str, watchers: list[FakeWatcher]
+) -> None:
+    path = os.path.join(tmp, "d.sock")
+    write(path, "mine")
+    assert await daemon.serve(Config(listen=(f"unix:{path}",))) == 1
+    assert read(path) == "mine"
+
+
+async def test_unsafe_directories_are_refused(
+    tmp: str, watchers: list[FakeWatcher], caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = os.path.join(tmp, "open")
+    os.mkdir(directory)
+    os.chmod(directory, 0o777)
+    with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon"):
+        assert await daemon.serve(Config(listen=(f"unix:{directory}/d.sock",))) == 1
+    assert "writable by group or others" in caplog.text
+    os.chmod(directory, 0o720)
+    assert await daemon.serve(Config(listen=(f"unix:{directory}/d.sock",))) == 1
+    if os.getuid() == 0:
+        os.chmod(directory, 0o700)
+        os.chown(directory, 65534, 65534)
+        assert await daemon.serve(Config(listen=(f"unix:{directory}/d.sock",))) == 1
+        assert "owned by uid 65534" in caplog.text
+    assert not exists(f"{directory}/d.sock")
+
+
+# ------------------------------------------------------------------------------ TCP
+
+
+async def test_tcp_listener_and_its_token(tmp: str, watchers: list[FakeWatcher]) -> None:
+    path = os.path.join(tmp, "d.sock")
+    async with running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d:
+        assert d.names[0] == f"unix:{path}"
+        host_port = d.names[1].removeprefix("tcp:")
+        assert host_port.startswith("127.0.0.1:")
+        token_file = os.path.join(tmp, "token")
+        assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+        token = read(token_file)
+        assert len(token) >= 32
+        async with aiohttp.ClientSession() as session:
+            url = f"http://{host_port}/v1/health"
+            async with session.get(url) as resp:
+                assert resp.status == 401
+            async with session.get(url, headers={"Authorization": f"Bearer {token}"}) as resp:
+                assert resp.status == 200
+    assert not exists(token_file)
+
+
+async def test_tcp_only_puts_the_token_beside_the_default_socket(
+    tmp: str, watchers: list[FakeWatcher], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMUXLOCD_SOCKET", os.path.join(tmp, "sub", "d.sock"))
+    async with running(Config(listen=("tcp:[::1]:0",))) as d:
+        assert d.names[0].startswith("tcp:[::1]:")
+        assert exists(os.path.join(tmp, "sub", "token"))
+
+
+@pytest.mark.parametrize(
+    "spec", ["tcp:0.0.0.0:0", "tcp:192.0.2.1:8080", "tcp:[::]:0", "tcp:example.com:80"],
+)
+async def test_tcp_off_loopback_is_refused(
+    spec: str, tmp: str, watchers: list[FakeWatcher], caplog: pytest.LogCaptureFixture
+) -> None:
+    path = os.path.join(tmp, "d.sock")
+    with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon"):
+        assert await daemon.serve(Config(listen=(f"unix:{path}", spec))) == 2
+    assert "loopback" in caplog.text
+    assert not exists(path)  # the Unix listener opened first was closed again
+    assert not watchers
+
+
+@pytest.mark.parametrize("spec", ["nonsense", "tcp:127.0.0.1", "unix:"])
+async def test_bad_listen_addresses(spec: str, watchers: list[FakeWatcher]) -> None:
+    assert await daemon.serve(Config(listen=(spec,))) == 2
+
+
+# ------------------------------------------------------------------------------ systemd
+
+
+def test_listen_fds_for_another_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LISTEN_PID", str(os.getpid() + 1))
+    monkeypatch.setenv("LISTEN_FDS", "1")
+    assert systemd.listen_fds() == []
+    assert "LISTEN_PID" not in os.environ and "LISTEN_FDS" not in os.environ
+    monkeypatch.delenv("LISTEN_PID", raising=False)
+    assert systemd.listen_fds() == []
+
+
+def test_notify(tmp: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    assert systemd.notify("READY=1") is False
+    path = os.path.join(tmp, "notify")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as manager:
+        manager.bind(path)
+        monkeypatch.setenv("NOTIFY_SOCKET", path)
+        assert systemd.notify("READY=1") is True
+        assert manager.recv(64) == b"READY=1"
+    abstract = f"tmuxlocd-test-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as manager:
+        manager.bind("\0" + abstract)
+        monkeypatch.setenv("NOTIFY_SOCKET", "@" + abstract)
+        assert systemd.notify("STOPPING=1") is True
+        assert manager.recv(64) == b"STOPPING=1"
+    monkeypatch.setenv("NOTIFY_SOCKET", os.path.join(tmp, "nobody"))
+    assert systemd.notify("READY=1") is False
+
+
+# A daemon in a child process: serve() with a stand-in watcher (no tmux is touched).
+WRAPPER = """
+import asyncio, logging, sys
+from tmuxlocd import daemon
+from tmuxlocd.config import Config
+
+class Watcher:
+    async def wait_synced(self, timeout):
+        return None
+    async def stop(self):
+        return None
+
+async def start(hub, config):
+    return Watcher()
+
+daemon.start_watcher = start
+logging.basicConfig(level=logging.INFO)
+def ready(names):
+    print("READY " + " ".join(names), flush=True)
+sys.exit(asyncio.run(daemon.serve(Config(listen=tuple(sys.argv[1:])), on_ready=ready)))
+"""
+
+
+async def start_child(*argv: str, **kw: Any) -> tuple[asyncio.subprocess.Process, list[str]]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, **kw)
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 20)
+    if not line.startswith(b"READY "):
+        proc.kill()
+        _, err = await proc.communicate()
+        raise AssertionError(f"the daemon did not start: {line!r} {err.decode()}")
+    return proc, line.decode().split()[1:]
+
+
+async def test_socket_activation(tmp: str) -> None:
+    path = os.path.join(tmp, "activated.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    fd = listener.fileno()
+    # The child puts the socket on fd 3 and names itself in LISTEN_PID, as systemd does.
+    activate = (
+        "import os, sys\n"
+        "fd = int(sys.argv.pop(1))\n"
+        "os.dup2(fd, 3)\n"
+        "os.close(fd)\n"
+        "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1')\n"
+    )
+    try:
+        proc, names = await start_child(
+            sys.executable, "-c", activate + WRAPPER, str(fd), pass_fds=(fd,))
+    finally:
+        listener.close()  # the child holds its own copy
+    try:
+        assert names == [f"unix:{path}"]
+        status, _ = await get(path, "/v1/health")
+        assert status == 200
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 5) == 0
+        # systemd owns an activated socket: the daemon leaves its file alone.
+        assert exists(path)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_sigterm_with_open_streams_stops_within_two_seconds(tmp: str) -> None:
+    path = os.path.join(tmp, "d.sock")
+    proc, names = await start_child(sys.executable, "-c", WRAPPER, f"unix:{path}")
+    try:
+        assert names == [f"unix:{path}"]
+        connector = aiohttp.UnixConnector(path=path, limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            responses = [await session.get("http://localhost/v1/events") for _ in range(50)]
+            readers = [StreamReader(resp) for resp in responses]
+            for reader in readers:
+                assert (await reader.event())["type"] == "snapshot"
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(proc.wait(), 5) == 0
+            elapsed = time.monotonic() - started
+            for reader in readers:
+                assert await reader.eof(timeout=2)
+            for resp in responses:
+                resp.release()
+        assert elapsed < 2.0
+        assert not exists(path)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
