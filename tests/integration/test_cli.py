@@ -1,0 +1,399 @@
+"""Every ``tmuxlocd`` command as a subprocess, against a real daemon and a private tmux server.
+
+Commands that must run *inside* a pane (``where`` answers by the caller's controlling tty)
+are started in a new tmux window and leave their output and exit status in files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig, run_cli
+from tests.tmuxtest import TMUX
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(TMUX is None, reason="needs tmux"),
+]
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    rig = Rig()
+    try:
+        rig.start_tmux()
+        rig.tmux.run("split-window", "-h", "-t", "main")  # main: %0 left, %1 right
+        rig.tmux.run("rename-window", "-t", "@0", "main0")
+        yield rig
+    finally:
+        rig.cleanup()
+
+
+@pytest.fixture(scope="module")
+def daemon(rig: Rig) -> Iterator[Daemon]:
+    d = Daemon(rig).wait_ready()
+    try:
+        yield d
+    finally:
+        assert d.stop() == 0, d.logs()
+
+
+def where_cmd(*args: str) -> str:
+    return " ".join([PYTHON, "-m", "tmuxlocd", "where", *args])
+
+
+# ----------------------------------------------------------------------------------------------
+# where
+
+
+def test_where_json_inside_a_pane(rig: Rig, daemon: Daemon) -> None:
+    run = rig.run_in_pane(where_cmd("--json"))
+    assert run.rc == 0, run.err
+    answer = json.loads(run.out)
+    assert answer["inside_tmux"] is True
+    assert answer["verified_by"] == "tty"
+    assert answer["location"]["pane"]["id"] == run.pane
+    assert answer["location"]["server"]["socket_path"] == rig.tmux.socket_path
+    assert answer["location"]["pane"]["tty"] == run.tty
+    assert answer["caller"]["tty"] == run.tty
+    assert run.err == ""
+
+
+def test_where_text_inside_a_pane(rig: Rig, daemon: Daemon) -> None:
+    run = rig.run_in_pane(where_cmd("--turn", "7", "--neighbors"), split="%0")
+    assert run.rc == 0, run.err
+    out = run.out
+    lines = out.splitlines()
+    assert lines[0] == "tmux location (turn 7):"
+    assert lines[1] == f'session main, window 0 "main0", pane 1 {run.pane}'
+    assert lines[2].startswith("window active=1, pane active=0, layout ")
+    # The split put the new pane below %0, with %1 to its right.
+    assert lines[3] == "neighbors: above %0; below none; left none; right %1"
+    assert out.endswith("\n") and len(lines) == 4
+
+
+def test_where_outside_tmux(rig: Rig, daemon: Daemon) -> None:
+    text = run_cli(rig, "where")
+    assert (text.returncode, text.stdout) == (3, "")
+    js = run_cli(rig, "where", "--json")
+    assert js.returncode == 3
+    answer = json.loads(js.stdout)
+    assert answer["inside_tmux"] is False
+    assert answer["reason"] == "no_controlling_tty"
+    assert answer["location"] is None
+
+
+def test_where_without_daemon_computes_directly(rig: Rig, daemon: Daemon) -> None:
+    nobody = str(rig.root / "nobody.sock")
+    # Once with $TMUX (tried first), once with it unset (found by scanning TMUX_TMPDIR).
+    for prefix in (f"TMUXLOCD_SOCKET={nobody}", f"TMUXLOCD_SOCKET={nobody} env -u TMUX"):
+        run = rig.run_in_pane(f"{prefix} {where_cmd('--json')}")
+        assert run.rc == 0, run.err
+        assert run.err == "tmuxlocd: no daemon answered; computed directly from tmux\n"
+        answer = json.loads(run.out)
+        assert answer["inside_tmux"] is True and answer["verified_by"] == "tty"
+        assert answer["location"]["pane"]["id"] == run.pane
+        assert answer["caller"]["tty"] == run.tty
+        assert answer["caller"]["env_pane"] == run.pane
+
+
+def test_where_direct_matches_daemon(rig: Rig, daemon: Daemon) -> None:
+    """The fallback's answer is the daemon's, field for field (but for the caller's pid)."""
+    nobody = str(rig.root / "nobody.sock")
+    target = rig.tmux.run("new-window", "-d", "-P", "-F", "#{pane_id}", "sleep 600").strip()
+    try:
+        cmd = f"{where_cmd('--json')} >{rig.root}/a.json; TMUXLOCD_SOCKET={nobody} " + where_cmd(
+            "--json"
+        )
+        rig.tmux.run("select-window", "-t", target)  # both answers see the same active flags
+        run = rig.run_in_pane(cmd, split=target)
+        assert run.rc == 0, run.err
+        via_daemon = json.loads((rig.root / "a.json").read_text())
+        direct = json.loads(run.out)
+        for answer in (via_daemon, direct):
+            del answer["caller"]["pid"]
+        assert direct == via_daemon
+    finally:
+        rig.tmux.run("kill-window", "-t", target)
+
+
+def test_where_direct_outside_tmux(rig: Rig) -> None:
+    res = run_cli(rig, "where", "--json", env=rig.env(TMUXLOCD_SOCKET=str(rig.root / "x.sock")))
+    assert res.returncode == 3
+    assert json.loads(res.stdout)["reason"] == "no_controlling_tty"
+    assert "computed directly from tmux" in res.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# notify
+
+
+@pytest.mark.parametrize("runner", ["module", "script"])
+def test_notify_is_silent_without_daemon(rig: Rig, runner: str) -> None:
+    argv = [PYTHON, "-m", "tmuxlocd"] if runner == "module" else [SCRIPT]
+    if runner == "script" and not os.path.exists(SCRIPT):
+        pytest.skip("console script not installed (pip install -e .)")
+    env = rig.env(TMUXLOCD_SOCKET=str(rig.root / "nobody.sock"))
+    for extra in ([], ["--hook", "after-split-window", "--server", "/x y"], ["--bogus", "1"]):
+        res = subprocess.run(
+            [*argv, "notify", *extra], check=False, env=env, capture_output=True, timeout=20,
+            cwd=REPO,
+        )
+        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+
+
+def test_notify_is_silent_with_a_daemon(rig: Rig, daemon: Daemon) -> None:
+    res = run_cli(rig, "notify", "--hook", "window-renamed", "--server", rig.tmux.socket_path)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+
+
+def test_notify_gives_up_on_a_daemon_that_does_not_answer(rig: Rig) -> None:
+    path = str(rig.root / "mute.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as mute:
+        mute.bind(path)
+        mute.listen(1)  # accepts into the backlog, never answers
+        started = time.monotonic()
+        res = run_cli(rig, "notify", env=rig.env(TMUXLOCD_SOCKET=path))
+        elapsed = time.monotonic() - started
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+    assert elapsed < 5.0
+
+
+# ----------------------------------------------------------------------------------------------
+# neighbors, tree, status
+
+
+def test_neighbors(rig: Rig, daemon: Daemon) -> None:
+    res = run_cli(rig, "neighbors", "--pane", "%0")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "above: none\nbelow: none\nleft: none\nright: %1 (pane 1, 48 cells)\n"
+    res = run_cli(rig, "neighbors", "left", "--pane", "1")
+    assert (res.returncode, res.stdout) == (0, "%0 index=0 shared=48\n")
+    res = run_cli(rig, "neighbors", "above", "--pane", "%0")
+    assert (res.returncode, res.stdout) == (0, "")
+
+
+def test_neighbors_errors(rig: Rig, daemon: Daemon) -> None:
+    res = run_cli(rig, "neighbors")  # self, but the test process is in no pane
+    assert res.returncode == 3
+    assert "not_in_a_pane" in res.stderr
+    res = run_cli(rig, "neighbors", "--pane", "%999")
+    assert res.returncode == 1 and "not_found" in res.stderr
+    res = run_cli(rig, "neighbors", "--pane", "bogus")
+    assert res.returncode == 2
+
+
+def test_neighbors_from_inside_a_pane(rig: Rig, daemon: Daemon) -> None:
+    cmd = " ".join([PYTHON, "-m", "tmuxlocd", "neighbors", "above"])
+    run = rig.run_in_pane(cmd, split="%0")
+    assert (run.rc, run.out) == (0, "%0 index=0 shared=80\n"), run.err
+
+
+def test_tree_marks_the_callers_pane(rig: Rig, daemon: Daemon) -> None:
+    cmd = " ".join([PYTHON, "-m", "tmuxlocd", "tree"])
+    run = rig.run_in_pane(cmd)
+    assert run.rc == 0, run.err
+    lines = run.out.splitlines()
+    assert lines[0].startswith(f"server {rig.tmux.socket_path} (pid ")
+    assert lines[1] == "  session $0 main"
+    marked = [line for line in lines if line.lstrip().startswith("*")]
+    assert len(marked) == 1 and marked[0].lstrip().startswith(f"*pane {run.pane} ")
+    assert any(line.lstrip().startswith("pane %0 0 80x48+0+0 ") for line in lines)
+
+
+def test_tree_json(rig: Rig, daemon: Daemon) -> None:
+    res = run_cli(rig, "tree", "--json")
+    assert res.returncode == 0
+    tree = json.loads(res.stdout)
+    (server,) = tree["servers"]
+    assert server["socket_path"] == rig.tmux.socket_path and server["running"] is True
+    panes = {p["id"] for s in server["sessions"] for w in s["windows"] for p in w["panes"]}
+    assert {"%0", "%1"} <= panes
+
+
+def test_status(rig: Rig, daemon: Daemon) -> None:
+    res = run_cli(rig, "status")
+    assert res.returncode == 0, res.stderr
+    head, *servers = res.stdout.splitlines()
+    assert head.startswith("tmuxlocd 0.") and ": ok, up " in head
+    assert f"socket {rig.daemon_socket}" in head
+    assert servers[0].startswith(f"  {rig.tmux.socket_path}: observer attached, 1 sessions")
+
+
+def test_commands_without_daemon(rig: Rig) -> None:
+    env = rig.env(TMUXLOCD_SOCKET=str(rig.root / "nobody.sock"))
+    for args in (["status"], ["tree"], ["neighbors", "--pane", "0"], ["watch"]):
+        res = run_cli(rig, *args, env=env)
+        assert res.returncode == 1, args
+        assert "no daemon answered" in res.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# watch
+
+
+class Watch:
+    """``tmuxlocd watch`` running; lines are read with a deadline."""
+
+    def __init__(self, rig: Rig, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", "tmuxlocd", "watch", *args], env=rig.env(), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True, cwd=REPO,
+        )
+        assert self.proc.stdout is not None
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self.buffer = b""
+
+    def line(self, timeout: float = 10.0) -> str:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.sel.select(left):
+                raise AssertionError(f"no line from watch within {timeout} s")
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                raise AssertionError(f"watch ended: {self.proc.stderr.read()!r}")  # type: ignore[union-attr]
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode()
+
+    def until(self, predicate: Callable[[str], bool], timeout: float = 10.0) -> list[str]:
+        """Lines up to and including the first that satisfies ``predicate``."""
+        deadline = time.monotonic() + timeout
+        lines: list[str] = []
+        while not lines or not predicate(lines[-1]):
+            lines.append(self.line(max(0.01, deadline - time.monotonic())))
+        return lines
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout=10)
+        finally:
+            self.sel.close()
+            for f in (self.proc.stdout, self.proc.stderr):
+                if f is not None:
+                    f.close()
+
+
+def test_watch_text(rig: Rig, daemon: Daemon) -> None:
+    watch = Watch(rig, "--window", "@0")
+    try:
+        assert watch.line().endswith(" snapshot 2 panes")
+        pane = rig.tmux.run("split-window", "-d", "-t", "%1", "-P", "-F", "#{pane_id}").strip()
+        # The new pane is added and %1 shrinks (and %0 gains a neighbour), in some order.
+        seen = watch.until(lambda line: " added " in line)
+        seen += watch.until(lambda line: " changed %1 " in line) if not any(
+            " changed %1 " in line for line in seen) else []
+        added = [line for line in seen if " added " in line]
+        assert f" added {pane} session main window 0 " in added[0]
+        rig.tmux.run("kill-pane", "-t", pane)
+        watch.until(lambda line: f" removed {pane} (was session main window 0)" in line)
+    finally:
+        assert watch.stop() in (0, 130)
+
+
+def test_watch_ndjson(rig: Rig, daemon: Daemon) -> None:
+    watch = Watch(rig, "--format", "ndjson", "--pane", "%0")
+    try:
+        first = json.loads(watch.line())
+        assert first["type"] == "snapshot"
+        assert [p["pane"]["id"] for p in first["panes"]] == ["%0"]
+        rig.tmux.run("rename-window", "-t", "@0", "renamed")
+        change = json.loads(watch.line())
+        assert change["type"] == "pane.changed" and change["location"]["pane"]["id"] == "%0"
+        assert "window.name" in change["changed"] and change["id"]
+    finally:
+        rig.tmux.run("rename-window", "-t", "@0", "main0")
+        assert watch.stop() in (0, 130)
+
+
+# ----------------------------------------------------------------------------------------------
+# serve, mcp
+
+
+def test_serve_bad_config_exits_2(rig: Rig, tmp_path: Path) -> None:
+    bad = tmp_path / "config.toml"
+    bad.write_text('colour = "blue"\n')
+    res = run_cli(rig, "serve", "--config", str(bad))
+    assert res.returncode == 2
+    assert "colour" in res.stderr
+    res = run_cli(rig, "serve", "--config", str(tmp_path / "missing.toml"))
+    assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+def test_serve_refuses_tcp_off_loopback(rig: Rig) -> None:
+    res = run_cli(rig, "serve", "-S", rig.tmux.socket_path, "--listen", "tcp:0.0.0.0:0")
+    assert res.returncode == 2, res.stderr
+
+
+def test_second_daemon_on_a_live_socket_exits_1(rig: Rig, daemon: Daemon) -> None:
+    res = run_cli(rig, "serve", "-S", rig.tmux.socket_path, "--listen",
+                  f"unix:{rig.daemon_socket}")
+    assert res.returncode == 1
+    assert daemon.healthy()
+
+
+def test_mcp_without_the_extra(rig: Rig) -> None:
+    probe = subprocess.run(
+        [PYTHON, "-c", "import tmuxlocd.mcp"], check=False, env=rig.env(), capture_output=True,
+        cwd=REPO,
+    )
+    if probe.returncode == 0:
+        pytest.skip("tmuxlocd.mcp is importable here")
+    res = run_cli(rig, "mcp")
+    assert res.returncode == 1
+    assert "tmuxlocd[mcp]" in res.stderr
+
+
+def test_help_texts(rig: Rig) -> None:
+    for command in ("serve", "where", "neighbors", "watch", "tree", "notify", "status", "mcp"):
+        res = run_cli(rig, command, "--help")
+        assert res.returncode == 0 and res.stdout.startswith("usage: tmuxlocd " + command)
+
+
+# ----------------------------------------------------------------------------------------------
+# systemd socket activation
+
+
+def test_socket_activation(rig: Rig) -> None:
+    """The daemon serves on an inherited listening socket (fd 3, LISTEN_FDS=1, LISTEN_PID
+    naming it) and binds nothing of its own."""
+    path = str(rig.root / "activated.sock")
+    default = str(rig.root / "default.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    fd = listener.fileno()
+    # What systemd does: the socket on fd 3, and LISTEN_PID naming the process that execs the
+    # daemon (exec keeps the pid).  A Python wrapper, since sh cannot name an fd above 9.
+    wrapper = (
+        "import os, sys; "
+        f"os.dup2({fd}, 3); os.close({fd}); "
+        "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1'); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'tmuxlocd', 'serve', "
+        f"'-S', {rig.tmux.socket_path!r}])"
+    )
+    env = rig.env(TMUXLOCD_SOCKET=default)
+    d = Daemon.from_argv(rig, [PYTHON, "-c", wrapper], socket=path, env=env, pass_fds=[fd])
+    listener.close()
+    try:
+        d.wait_ready()
+        res = run_cli(rig, "status", env=rig.env(TMUXLOCD_SOCKET=path))
+        assert res.returncode == 0, res.stderr
+        assert f"  {rig.tmux.socket_path}: observer attached" in res.stdout
+        assert not os.path.exists(default)
+    finally:
+        assert d.stop() == 0, d.logs()

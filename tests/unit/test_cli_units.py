@@ -1,0 +1,536 @@
+"""The pure parts of the command line, the client and the no-daemon ``where``."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from tmuxlocd import cli, client, direct
+from tmuxlocd.client import (
+    DaemonUnavailable,
+    LineBuffer,
+    SSEDecoder,
+    Tree,
+    decode_event_line,
+    pane_ref,
+    session_ref,
+    window_ref,
+)
+from tmuxlocd.daemon import default_socket_path
+from tmuxlocd.errors import RowError
+from tmuxlocd.events import (
+    Lagged,
+    PaneAdded,
+    PaneChanged,
+    PaneRemoved,
+    Reset,
+    ServerDown,
+    ServerUp,
+    SnapshotEvent,
+    encoder,
+)
+from tmuxlocd.location import (
+    Location,
+    Neighbors,
+    PaneRef,
+    ServerRef,
+    SessionRef,
+    WindowRef,
+)
+from tmuxlocd.model import PANE_FORMAT, SESSION_FORMAT, WINDOW_FORMAT
+
+REPO = str(Path(__file__).resolve().parents[2])
+
+LOC = Location(
+    server=ServerRef(socket_path="/tmp/tmux-1000/default", pid=4242),
+    session=SessionRef(id="$1", name="work"),
+    window=WindowRef(
+        id="@2", index=1, name="editor", active=True, zoomed=False,
+        layout="4c30,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
+    ),
+    pane=PaneRef(
+        id="%3", index=0, active=True, tty="/dev/pts/5", pid=1234, left=0, top=0, width=79,
+        height=40,
+    ),
+    neighbors=Neighbors(right=("%4",)),
+)
+
+# ----------------------------------------------------------------------------------------------
+# Where the daemon is: three copies of one rule (client, cli's stdlib-only one, the daemon's).
+
+ENVS = [
+    {},
+    {"XDG_RUNTIME_DIR": "/run/user/1000"},
+    {"XDG_RUNTIME_DIR": "/run/user/1000", "TMUXLOCD_SOCKET": "/x/y.sock"},
+    {"TMUXLOCD_SOCKET": "/x/y.sock"},
+    {"TMUXLOCD_SOCKET": "", "XDG_RUNTIME_DIR": ""},
+]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_socket_path_rules_agree(env: dict[str, str]) -> None:
+    assert client.socket_path(env) == cli.daemon_socket(env) == default_socket_path(env)
+
+
+def test_socket_path_values() -> None:
+    assert client.socket_path({}) == f"/tmp/tmuxlocd-{os.getuid()}/tmuxlocd.sock"
+    assert client.socket_path({"XDG_RUNTIME_DIR": "/r"}) == "/r/tmuxlocd/tmuxlocd.sock"
+    assert client.socket_path({"TMUXLOCD_SOCKET": "/s", "XDG_RUNTIME_DIR": "/r"}) == "/s"
+
+
+# ----------------------------------------------------------------------------------------------
+# The hand-written HTTP of notify and where.
+
+
+def test_percent_encode() -> None:
+    assert cli.percent_encode("a-b_c.d~e") == "a-b_c.d~e"
+    assert cli.percent_encode("/tmp/tmux 1/x&y=%") == "%2Ftmp%2Ftmux%201%2Fx%26y%3D%25"
+    assert cli.percent_encode("é") == "%C3%A9"
+    assert cli.query_string({"a": "1", "b": None}) == "?a=1"
+    assert cli.query_string({"a": None}) == ""
+
+
+def test_parse_response_content_length() -> None:
+    raw = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
+        b"extra"
+    )
+    resp = cli.parse_response(raw)
+    assert (resp.status, resp.headers["content-type"], resp.body) == (200, "text/plain", b"hello")
+
+
+def test_parse_response_chunked_and_empty() -> None:
+    raw = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n"
+    )
+    assert cli.parse_response(raw).body == b"hello, world"
+    assert cli.parse_response(b"HTTP/1.1 204 No Content\r\n\r\n").status == 204
+
+
+@pytest.mark.parametrize("raw", [b"", b"HTTP/1.1 200 OK\r\n", b"garbage\r\n\r\n"])
+def test_parse_response_rejects(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        cli.parse_response(raw)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([], {}),
+        (["--hook", "h", "--server", "/s", "--target", "%1"],
+         {"hook": "h", "server": "/s", "target": "%1"}),
+        (["--hook=h", "--server=/a=b"], {"hook": "h", "server": "/a=b"}),
+        (["--bogus", "--hook", "h", "extra"], {"hook": "h"}),
+        (["--hook"], {}),
+        (["--hook", "h", "--help"], None),
+        (["-h"], None),
+    ],
+)
+def test_parse_notify_args(args: list[str], expected: dict[str, str] | None) -> None:
+    assert cli.parse_notify_args(args) == expected
+
+
+def test_notify_without_daemon_is_silent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.notify(hook="x", path=str(tmp_path / "none.sock")) == 0
+    monkeypatch.setenv("TMUXLOCD_SOCKET", str(tmp_path / "none.sock"))
+    assert cli.main(["notify", "--hook", "x", "--server", "/s"]) == 0
+    assert cli.main(["notify", "--bogus"]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+def _one_shot_server(path: str, answer: bytes | None) -> threading.Thread:
+    """Accept one connection, read the request, send ``answer`` (None: say nothing)."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+
+    def serve() -> None:
+        with srv:
+            conn, _ = srv.accept()
+            with conn:
+                conn.recv(65536)
+                if answer is not None:
+                    conn.sendall(answer)
+                else:
+                    conn.recv(1)  # until the client gives up and closes
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_notify_survives_a_garbled_answer(tmp_path: Path) -> None:
+    path = str(tmp_path / "junk.sock")
+    thread = _one_shot_server(path, b"\x00garbage")
+    assert cli.notify(path=path, timeout=2.0) == 0
+    thread.join(5)
+
+
+def test_notify_gives_up_on_a_mute_daemon(tmp_path: Path) -> None:
+    path = str(tmp_path / "mute.sock")
+    thread = _one_shot_server(path, None)
+    started = time.monotonic()
+    assert cli.notify(path=path, timeout=0.2) == 0
+    assert time.monotonic() - started < 2.0
+    thread.join(5)
+
+
+def test_notify_sends_its_arguments(tmp_path: Path) -> None:
+    path = str(tmp_path / "d.sock")
+    seen: list[bytes] = []
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+
+    def serve() -> None:
+        with srv:
+            conn, _ = srv.accept()
+            with conn:
+                seen.append(conn.recv(65536))
+                conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 17\r\n\r\n"
+                             b'{"accepted":true}')
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert cli.notify(hook="after-split-window", server="/tmp/a b", target="%3", path=path) == 0
+    thread.join(5)
+    assert seen[0].startswith(
+        b"POST /v1/notify?hook=after-split-window&server=%2Ftmp%2Fa%20b&target=%253 HTTP/1.1\r\n"
+    )
+    assert b"\r\nConnection: close\r\n" in seen[0]
+
+
+def test_raw_request_no_daemon(tmp_path: Path) -> None:
+    with pytest.raises(cli.NoDaemon):
+        cli.raw_request(str(tmp_path / "none.sock"), "GET", "/v1/health", 1.0)
+
+
+def test_cli_module_imports_nothing_heavy() -> None:
+    """notify's start-up: importing the CLI must not pull in msgspec, aiohttp or libtmux."""
+    code = (
+        "import sys, tmuxlocd.cli; "
+        "print(sorted(m for m in ('msgspec', 'aiohttp', 'libtmux', 'asyncio', 'typing', "
+        "'argparse', 'http.client') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": REPO},
+    ).stdout
+    assert out.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------------------------
+# Client: ids, URLs and stream decoding.
+
+
+def test_refs() -> None:
+    assert pane_ref("%3") == pane_ref("3") == "3"
+    assert pane_ref("self") == "self"
+    assert window_ref("@2") == window_ref("2") == "2"
+    assert session_ref("$1") == session_ref("1") == "1"
+    for bad in ("", "%", "x", "%3a", "@3"):
+        with pytest.raises(ValueError):
+            pane_ref(bad)
+    with pytest.raises(ValueError):
+        window_ref("%2")
+
+
+def test_request_urls() -> None:
+    assert client._self_request(False, False).url == "/v1/self"
+    assert client._self_request(True, True).url == "/v1/self?fresh=1&accept=ancestor"
+    assert client._location_request("%3", None, False, True).url == "/v1/panes/3"
+    assert (
+        client._location_request("self", "/tmp/a b", False, True).url
+        == "/v1/panes/self?server=%2Ftmp%2Fa%20b&accept=ancestor"
+    )
+    assert client._neighbors_request("left", "%3", None, False).url == "/v1/panes/3/neighbors/left"
+    with pytest.raises(ValueError):
+        client._neighbors_request("up", "%3", None, False)  # type: ignore[arg-type]
+    assert (
+        client._panes_request("window", "summary", 10, None, None, True).url
+        == "/v1/panes?window=self&detail=summary&limit=10&accept=ancestor"
+    )
+    assert client._panes_request("all", "full", None, None, None, True).url == "/v1/panes"
+    assert client._text_request("self", 3, True, False).url == (
+        "/v1/self?format=text&turn=3&neighbors=1"
+    )
+    assert client._text_request("%4", None, False, False).url == "/v1/panes/4?format=text"
+
+
+def test_events_url() -> None:
+    url = client._events_url(
+        pane="self", window=None, session=None, server=None,
+        types=["pane.added", "pane.removed"], fmt="ndjson", min_interval_ms=50,
+        accept_ancestor=True,
+    )
+    assert url == (
+        "/v1/events?pane=self&types=pane.added,pane.removed&format=ndjson"
+        "&min_interval_ms=50&accept=ancestor"
+    )
+    url = client._events_url(
+        pane=None, window="@2", session="$1", server=None, types="pane.changed", fmt="sse",
+        min_interval_ms=None, accept_ancestor=True,
+    )
+    assert url == "/v1/events?window=2&session=1&types=pane.changed"
+
+
+def test_decode_event_lines() -> None:
+    added = encoder.encode(PaneAdded(id="a:1", time=1.0, location=LOC))
+    assert decode_event_line(added + b"\n") == PaneAdded(id="a:1", time=1.0, location=LOC)
+    assert decode_event_line(b'{"type":"heartbeat"}\n') is None
+    assert decode_event_line(b'{"type":"pane.teleported","id":"a:2"}') is None
+    assert decode_event_line(b"\n") is None
+    assert decode_event_line(b'{"type":"reset","id":"b:0","time":2}') == Reset(id="b:0", time=2)
+    with pytest.raises(msgspec.DecodeError):
+        decode_event_line(b'{"type":"pane.added","id":"a:1"}')  # a known type, malformed
+
+
+def test_sse_decoder() -> None:
+    dec = SSEDecoder()
+    snap = encoder.encode(SnapshotEvent(id="a:5", time=1.0, panes=(LOC,)))
+    lines = [b": heartbeat\n", b"id: a:5\n", b"event: snapshot\n", b"data: " + snap + b"\n"]
+    assert [dec.feed(line) for line in lines] == [None] * 4
+    assert dec.feed(b"\n") == SnapshotEvent(id="a:5", time=1.0, panes=(LOC,))
+    assert dec.feed(b"\r\n") is None
+
+
+def test_line_buffer() -> None:
+    buf = LineBuffer()
+    assert buf.feed(b"ab") == []
+    assert buf.feed(b"c\nd") == [b"abc\n"]
+    assert buf.feed(b"\n\ne") == [b"d\n", b"\n"]
+    big = b"x" * 1_000_000
+    assert buf.feed(big + b"\n") == [b"e" + big + b"\n"]
+
+
+def test_backoff_and_retry_after() -> None:
+    b = client._Backoff(0.05, 0.3)
+    assert [b.next() for _ in range(5)] == [0.05, 0.1, 0.2, 0.3, 0.3]
+    b.reset()
+    assert b.next() == 0.05
+    assert client._retry_after("2", 0.1) == 2.0
+    assert client._retry_after("soon", 0.1) == 0.1
+    assert client._retry_after(None, 0.1) == 0.1
+
+
+def test_error_bodies() -> None:
+    err = client._error_of(404, b'{"error":{"code":"not_in_a_pane","message":"no tty"}}')
+    assert (err.status, err.code, err.message) == (404, "not_in_a_pane", "no tty")
+    err = client._error_of(502, b"Bad Gateway")
+    assert (err.status, err.code, err.message) == (502, "http_502", "Bad Gateway")
+    assert isinstance(DaemonUnavailable("/x", "gone"), client.ClientError)
+
+
+def test_self_info_decodes_the_wire_form() -> None:
+    wire = {
+        "inside_tmux": True, "verified_by": "tty", "reason": None,
+        "caller": {"pid": 9, "tty": "/dev/pts/5", "env_pane": "%3", "ancestor_pane": "%3"},
+        "location": msgspec.to_builtins(LOC), "future_field": 1,
+    }
+    info = msgspec.json.decode(json.dumps(wire).encode(), type=client.SelfInfo)
+    assert info.location == LOC and info.caller.env_pane == "%3"
+
+
+def test_client_without_daemon(tmp_path: Path) -> None:
+    with client.Client(str(tmp_path / "none.sock")) as c, pytest.raises(DaemonUnavailable):
+        c.health()
+    with client.Client(str(tmp_path / "none.sock")) as c, pytest.raises(DaemonUnavailable):
+        next(iter(c.events()))
+
+
+# ----------------------------------------------------------------------------------------------
+# Text output of watch and tree.
+
+
+def test_event_lines() -> None:
+    removed = PaneRemoved(id="a:3", time=0, pane="%3", server="/s", last=LOC)
+    lines = [
+        cli.event_line(e).split(" ", 1)[1]
+        for e in (
+            SnapshotEvent(id="a:1", panes=(LOC,)),
+            PaneAdded(location=LOC),
+            PaneChanged(location=LOC, changed=("window.name", "neighbors")),
+            removed,
+            ServerUp(server=ServerRef(socket_path="/s", pid=7)),
+            ServerDown(server=ServerRef(socket_path="/s", pid=None)),
+            Reset(),
+            Lagged(),
+        )
+    ]
+    assert lines == [
+        "snapshot 1 pane",
+        'added %3 session work window 1 "editor" pane 0 79x40+0+0',
+        'changed %3 session work window 1 "editor" pane 0 79x40+0+0 [window.name,neighbors]',
+        "removed %3 (was session work window 1)",
+        "server up /s pid 7",
+        "server down /s",
+        "reset (history unavailable; a snapshot follows)",
+        "lagged (events dropped; a snapshot follows)",
+    ]
+    assert cli.event_line(Reset()).startswith("--:--:-- ")
+
+
+def test_tree_lines() -> None:
+    tree = msgspec.convert(
+        {
+            "servers": [
+                {
+                    "socket_path": "/s", "pid": 7, "running": True,
+                    "sessions": [{"id": "$1", "name": "work", "windows": [{
+                        "id": "@2", "index": 1, "name": 'a "b"', "active": True,
+                        "zoomed": True, "layout": "x",
+                        "panes": [msgspec.to_builtins(LOC.pane)],
+                    }]}],
+                },
+                {"socket_path": "/t", "pid": None, "running": False, "sessions": []},
+            ]
+        },
+        Tree,
+    )
+    assert cli.tree_lines(tree, ("/s", "%3")) == [
+        "server /s (pid 7)",
+        "  session $1 work",
+        '    window @2 1 "a \\"b\\"" (active, zoomed)',
+        "     *pane %3 0 79x40+0+0 /dev/pts/5 (active)",
+        "server /t (not running)",
+    ]
+    assert cli.tree_lines(tree, None)[3].startswith("      pane %3")
+
+
+def test_durations() -> None:
+    assert [cli._duration(s) for s in (5, 125, 7300)] == ["5s", "2m05s", "2h01m"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Commands that stop before reaching a daemon.
+
+
+def test_serve_config_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "c.toml"
+    bad.write_text("log-level = 'loud'\n")
+    assert cli.main(["serve", "--config", str(bad)]) == 2
+    assert "log" in capsys.readouterr().err
+    bad.write_text("not toml [")
+    assert cli.main(["serve", "--config", str(bad)]) == 2
+    assert "not valid TOML" in capsys.readouterr().err
+
+
+def test_mcp_without_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "tmuxlocd.mcp", None)  # import fails as if absent
+    assert cli.main(["mcp"]) == 1
+    assert "install tmuxlocd[mcp]" in capsys.readouterr().err
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    assert "usage: tmuxlocd" in capsys.readouterr().err
+
+
+def test_bad_usage_exits_2() -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["where", "--json", "--text"])
+    assert exc.value.code == 2
+
+
+# ----------------------------------------------------------------------------------------------
+# direct: the pure parts.
+
+
+def test_parse_stat() -> None:
+    text = "4242 (a (weird) name) S 17 4242 4242 34816 4242 4194304 ..."
+    assert direct.parse_stat(text) == (17, 34816)
+    with pytest.raises(ValueError):
+        direct.parse_stat("nonsense")
+
+
+def test_socket_from_tmux_env() -> None:
+    assert direct.socket_from_tmux_env("/tmp/tmux-1000/default,4242,0") == "/tmp/tmux-1000/default"
+    assert direct.socket_from_tmux_env("/tmp/a,b/sock,1,2") == "/tmp/a,b/sock"
+    assert direct.socket_from_tmux_env("") is None
+    assert direct.socket_from_tmux_env(None) is None
+    assert direct.socket_from_tmux_env("nocommas") is None
+
+
+def test_env_pane() -> None:
+    assert direct.env_pane({"TMUX_PANE": "%12"}) == "%12"
+    assert direct.env_pane({"TMUX_PANE": "12"}) is None
+    assert direct.env_pane({}) is None
+
+
+def test_ancestor_tty() -> None:
+    table = {10: (9, 0), 9: (8, 0), 8: (1, 34816), 20: (1, 0)}
+    assert direct.ancestor_tty(10, table.get) == 34816
+    assert direct.ancestor_tty(20, table.get) == 0
+    assert direct.ancestor_tty(99, table.get) == 0
+    loop = {5: (6, 0), 6: (5, 0)}
+    assert direct.ancestor_tty(5, loop.get) == 0
+
+
+def test_query_argv_and_parse() -> None:
+    argv = direct.query_argv("tmux", "/s")
+    assert argv[:6] == ["tmux", "-u", "-S", "/s", "-f", os.devnull]
+    assert argv.count(";") == 3 and argv[-3:] == ["display-message", "-p", direct.PID_FORMAT]
+    assert SESSION_FORMAT in argv and WINDOW_FORMAT in argv and PANE_FORMAT in argv
+    out = "\n".join(
+        [
+            "S\t$1\t0\twork",
+            "W\t$1\t@2\t1\t1\t0\t%3\t4c30,158x40,0,0{79x40,0,0,3,78x40,80,0,4}\teditor",
+            "P\t@2\t%3\t0\t1\t/dev/pts/5\t1234\t0\t0\t79\t40\t0",
+            "P\t@2\t%4\t1\t0\t/dev/pts/6\t1235\t80\t0\t78\t40\t0",
+            "V\t4242",
+            "",
+        ]
+    )
+    state = direct.parse_query("/tmp/tmux-1000/default", out)
+    assert state.pid == 4242 and set(state.panes) == {"%3", "%4"}
+    from tmuxlocd.location import build_locations
+
+    assert build_locations(state)["%3"] == LOC
+    with pytest.raises(RowError):
+        direct.parse_query("/s", "X\tnope\n")
+
+
+def test_candidate_sockets(tmp_path: Path) -> None:
+    sockdir = tmp_path / f"tmux-{os.getuid()}"
+    sockdir.mkdir()
+    (sockdir / "not-a-socket").write_text("")
+    with socket.socket(socket.AF_UNIX) as a, socket.socket(socket.AF_UNIX) as b:
+        a.bind(str(sockdir / "b"))
+        b.bind(str(sockdir / "a"))
+        env = {"TMUX_TMPDIR": str(tmp_path), "TMUX": f"{sockdir / 'b'},1,0"}
+        found = direct.candidate_sockets(env, os.getuid())
+        assert found == [str(sockdir / "b"), str(sockdir / "a")]  # $TMUX's first
+        env = {"TMUX_TMPDIR": str(tmp_path / "missing")}
+        assert direct.candidate_sockets(env, os.getuid()) == []
+
+
+def test_direct_where_without_tty(tmp_path: Path) -> None:
+    """A process with no controlling tty (and no ancestor with one) queries nothing."""
+    code = (
+        "import msgspec, sys; from tmuxlocd import direct; "
+        "sys.stdout.buffer.write(msgspec.json.encode(direct.where_am_i(tmux='/nonexistent')))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    env.update(PYTHONPATH=REPO, TMUX_PANE="%7", TMUX_TMPDIR=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=True, cwd=REPO, env=env,
+        start_new_session=True,
+    ).stdout
+    answer = json.loads(out)
+    assert answer["inside_tmux"] is False
+    assert answer["reason"] == "no_controlling_tty"
+    assert answer["caller"]["env_pane"] == "%7"
