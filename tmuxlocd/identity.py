@@ -83,19 +83,26 @@ def pane_id_hint(env: Mapping[str, str]) -> str | None:
 
 
 def nearest_tty_ancestor(
-    pid: int, stat_of: Callable[[int], ProcStat | None], *, limit: int = MAX_ANCESTORS
+    pid: int,
+    stat_of: Callable[[int], ProcStat | None],
+    *,
+    skip: int = 0,
+    limit: int = MAX_ANCESTORS,
 ) -> int:
     """The ``tty_nr`` of the nearest proper ancestor of ``pid`` that has one, else 0.
 
-    ``stat_of`` looks a process up (None when it is gone or unreadable); the walk follows
-    ppid and stops at pid 1 or 0, at a vanished process, or after ``limit`` steps.
+    Ancestors on the tty ``skip`` (the caller's own, already known not to be a pane) are
+    passed over: under ``script`` or ``ssh -t`` the shell in between shares the caller's
+    new pty, and the useful hint is the pane further up.  ``stat_of`` looks a process up
+    (None when it is gone or unreadable); the walk follows ppid and stops at pid 1, at a
+    vanished process, or after ``limit`` steps.
     """
     current = stat_of(pid)
     steps = 0
     while current is not None and current.ppid > 1 and steps < limit:
         current = stat_of(current.ppid)
         steps += 1
-        if current is not None and current.tty_nr != 0:
+        if current is not None and current.tty_nr not in (0, skip):
             return current.tty_nr
     return 0
 
@@ -188,12 +195,20 @@ class SelfAnswer(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def identify(hub: Hub, pid: int, *, accept_ancestor: bool = False) -> SelfAnswer:
-    """Where process ``pid`` is, by the tty rule of SPEC §2 (with its hints)."""
+    """Where process ``pid`` is, by the tty rule of SPEC §2 (with its hints).
+
+    A caller in a pane is not walked up: its nearest ancestor with a tty is, but for the
+    rarest of process trees, the shell of that same pane, which is what ``ancestor_pane``
+    then says.  Keeping the walk off this path keeps ``GET /v1/self`` at two small reads.
+    """
     own = read_stat(pid)
     tty_nr = own.tty_nr if own is not None else 0
     here = hub.panes_by_rdev(tty_nr)
-    ancestor_nr = nearest_tty_ancestor(pid, _stat_of_caller(pid, own))
-    ancestor = (here if ancestor_nr == tty_nr else hub.panes_by_rdev(ancestor_nr))
+    if here:
+        ancestor = here
+    else:
+        ancestor_nr = nearest_tty_ancestor(pid, _stat_of_caller(pid, own), skip=tty_nr)
+        ancestor = hub.panes_by_rdev(ancestor_nr)
     caller = Caller(
         pid=pid,
         tty=_caller_tty(pid, tty_nr, here),

@@ -79,6 +79,7 @@ async def test_a_caller_in_a_pane_is_verified_by_its_tty(api: Api, hub: Hub) -> 
         assert answer["location"]["pane"]["id"] == "%3"
         assert answer["caller"]["tty"] == path
         assert answer["caller"]["env_pane"] is None
+        assert answer["caller"]["ancestor_pane"] == "%3"
         assert answer["caller"]["pid"] not in (0, os.getpid())
         # The same caller, through the routes that take `self`.
         status, body = await run(in_pty(curl(api.path, "/v1/panes/self")), stdin=slave)
@@ -125,6 +126,21 @@ async def test_a_tty_that_is_no_pane(api: Api, hub: Hub) -> None:
     assert answer["caller"]["tty"] == path
     assert answer["caller"]["env_pane"] == "%3"
     assert answer["location"] is None
+
+
+async def test_a_terminal_inside_a_pane_names_the_pane_above(api: Api, hub: Hub) -> None:
+    # As under `script` in a pane: a shell on a second pty, whose parent is on the pane's.
+    assert SETSID is not None
+    with pty() as (pane_slave, pane_path), pty() as (_, inner_path):
+        hub.update(spec_state(A, tty3=pane_path))
+        inner = f"{shlex.join(curl(api.path, '/v1/self'))}; true"
+        outer = f"{SETSID} -c sh -c {shlex.quote(inner)} <{inner_path}; true"
+        status, body = await run(in_pty(["sh", "-c", outer]), stdin=pane_slave)
+    answer = json.loads(body)
+    assert status == 200
+    assert (answer["inside_tmux"], answer["reason"]) == (False, "tty_not_a_pane")
+    assert answer["caller"]["tty"] == inner_path
+    assert answer["caller"]["ancestor_pane"] == "%3"
 
 
 async def test_no_server_running(api: Api, hub: Hub) -> None:

@@ -89,6 +89,13 @@ def test_ancestor_walk_ignores_the_process_itself() -> None:
     assert nearest_tty_ancestor(50, table.get) == 34817
 
 
+def test_ancestor_walk_passes_over_the_callers_own_tty() -> None:
+    # script/ssh -t: the caller and the shell above it share a new pty; the pane is above.
+    table = _table((50, 40, 34999), (40, 30, 34999), (30, 20, 34817), (20, 1, 0))
+    assert nearest_tty_ancestor(50, table.get, skip=34999) == 34817
+    assert nearest_tty_ancestor(50, table.get) == 34999
+
+
 def test_ancestor_walk_without_tty_ancestors() -> None:
     table = _table((50, 40, 0), (40, 1, 0))
     assert nearest_tty_ancestor(50, table.get) == 0
