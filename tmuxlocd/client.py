@@ -22,7 +22,7 @@ import http.client
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, overload
 from urllib.parse import quote, urlencode
 
@@ -636,7 +636,7 @@ class Client:
         min_interval_ms: int | None = None,
         last_event_id: str | None = None,
         reconnect: bool = True,
-    ) -> Iterator[Event]:
+    ) -> Generator[Event, None, None]:
         """The change stream (SPEC §5), resumed transparently after a dropped connection.
 
         The first connection must succeed (else ``DaemonUnavailable``); after that a lost
@@ -908,7 +908,7 @@ class AsyncClient:
         min_interval_ms: int | None = None,
         last_event_id: str | None = None,
         reconnect: bool = True,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """The change stream, resumed after a dropped connection (see ``Client.events``)."""
         import asyncio
 
