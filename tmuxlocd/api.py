@@ -163,7 +163,7 @@ def create_app(
             web.get("/v1/panes/{pane}/neighbors", get_neighbors),
             web.get("/v1/panes/{pane}/neighbors/{direction}", get_neighbors),
             web.get("/v1/tree", get_tree),
-            web.get("/v1/events", get_events),
+            web.get("/v1/events", get_events, allow_head=False),
             web.post("/v1/sync", post_sync),
             web.post("/v1/notify", post_notify),
             web.get("/v1/health", get_health),
@@ -1061,11 +1061,7 @@ class _Stream:
         loop = asyncio.get_running_loop()
         content_type = "application/x-ndjson" if self.fmt == "ndjson" else "text/event-stream"
         response = web.StreamResponse(
-            headers={
-                "Content-Type": content_type,
-                "Cache-Control": "no-cache",
-                "X-Accel-Buffering": "no",
-            }
+            headers={"Content-Type": content_type, "Cache-Control": "no-cache"}
         )
         with self.hub.subscribe(self.admits, self.settings.queue_size) as sub:
             self.sub = sub
@@ -1125,9 +1121,14 @@ class _Stream:
                     pending = sub.drain()
                 with contextlib.suppress(ConnectionError):
                     await response.write_eof()
-            except (ConnectionError, TimeoutError):
-                # The reader went away, or stopped reading for write_timeout: end quietly.
-                pass
+            except ConnectionError:
+                pass  # the reader went away
+            except TimeoutError:
+                # The reader stopped reading: drop the connection, or the last write would
+                # wait on it again.
+                log.debug("stream reader stalled; closed", extra={"sse_format": self.fmt})
+                if request.transport is not None:
+                    request.transport.abort()
         return response
 
     def _process(self, items: list[Published], now: float) -> list[bytes]:

@@ -458,6 +458,8 @@ async def test_unknown_path_and_wrong_method(api: Api) -> None:
     assert "GET" in resp.headers["Allow"]
     status, body, resp = await api.get("/v1/sync")
     assert (status, error_of(body)[0]) == (405, "method_not_allowed")
+    async with api.client.head("http://localhost/v1/events") as resp:
+        assert resp.status == 405  # a stream has no head to give
     async with api.client.delete("http://localhost/v1/self") as resp:
         assert resp.status == 405
         assert error_of(await resp.json())[0] == "method_not_allowed"

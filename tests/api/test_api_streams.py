@@ -350,6 +350,31 @@ async def test_slow_reader_never_blocks_the_others() -> None:
             slow.close()
 
 
+async def test_a_stalled_reader_is_dropped() -> None:
+    hub = Hub()
+    many = [Win(f"@{n}", _layout(n), name="w") for n in range(100, 160)]
+    hub.update(state(extra=many))
+    async with serve_api(hub, write_timeout=0.3) as api:
+        stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.connect(api.path)
+        stalled.sendall(b"GET /v1/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        try:
+            await wait_until(lambda: len(hub.subscribers) == 1, what="the stalled subscriber")
+            rounds = iter(range(10_000))
+
+            def keep_publishing() -> bool:
+                n = next(rounds)
+                hub.update(state(extra=[Win(w.id, w.layout, name=f"w{n}") for w in many]))
+                return not hub.subscribers
+
+            await wait_until(keep_publishing, timeout=10, interval=0.02,
+                             what="the stalled stream to be dropped")
+            assert api.app is not None and not api.app[STREAMS]
+        finally:
+            stalled.close()
+
+
 def _layout(n: int) -> str:
     from tmuxlocd.layout import layout_checksum
 
