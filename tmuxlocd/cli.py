@@ -428,13 +428,19 @@ def cmd_where(ns: argparse.Namespace) -> int:
     if resp.status != 200:
         _err(_error_text(resp))
         return EXIT_ERROR
-    sys.stdout.buffer.write(resp.body if ns.format == "text" else resp.body + b"\n")
-    sys.stdout.flush()
     if ns.format == "text":
+        sys.stdout.buffer.write(resp.body)
+        sys.stdout.flush()
         return EXIT_OK
     import json
 
-    inside = json.loads(resp.body).get("inside_tmux") is True
+    try:
+        inside = json.loads(resp.body).get("inside_tmux") is True
+    except (ValueError, AttributeError):
+        _err("the daemon's answer is not a JSON object")
+        return EXIT_ERROR
+    sys.stdout.buffer.write(resp.body + b"\n")
+    sys.stdout.flush()
     return EXIT_OK if inside else EXIT_NOT_IN_PANE
 
 
