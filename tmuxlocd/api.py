@@ -221,6 +221,7 @@ def _http_error(request: web.Request, exc: web.HTTPException) -> web.Response:
 
 
 Listener = Literal["unix", "tcp"]
+_UID = os.getuid()
 
 
 def _listener(request: web.Request) -> tuple[Listener, int | None]:
@@ -239,9 +240,6 @@ def _listener(request: web.Request) -> tuple[Listener, int | None]:
             )
         return "unix", peer.pid
     return "tcp", None
-
-
-_UID = os.getuid()
 
 
 def _loopback_host(host: str) -> bool:
@@ -325,7 +323,7 @@ def _int(request: web.Request, name: str, default: int | None, low: int, high: i
     value = request.query.get(name)
     if value is None:
         return default
-    if not value.isdigit() or not low <= int(value) <= high:
+    if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
         _bad(name, value, f"an integer from {low} to {high}")
     return int(value)
 
@@ -1161,7 +1159,8 @@ async def get_events(request: web.Request) -> web.StreamResponse:
         raise ApiError(400, "bad_format", "format=text needs ?pane= (self or an id)")
     selection = _selection(q, pane=query.get("pane"))
     since = request.headers.get("Last-Event-ID") or query.get("since")
-    resume = q.hub.parse_event_id(since) if since else None
+    # Only ASCII can be an id of ours (and int() would take other scripts' digits).
+    resume = q.hub.parse_event_id(since) if since and since.isascii() else None
     streams = request.app[STREAMS]
     settings = request.app[SETTINGS]
     if len(streams) >= settings.max_streams:

@@ -186,7 +186,7 @@ def parse_listen(spec: str) -> tuple[str, str, int]:
         host, sep2, port = rest.rpartition(":")
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]
-        if sep2 and host and port.isdigit() and int(port) < 65536:
+        if sep2 and host and port.isascii() and port.isdigit() and int(port) < 65536:
             return "tcp", host, int(port)
     raise ConfigError(f"bad listen address {spec!r}: expected unix:PATH or tcp:HOST:PORT")
 

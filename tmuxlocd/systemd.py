@@ -33,9 +33,9 @@ def listen_fds(*, unset_environment: bool = True) -> list[socket.socket]:
             os.environ.pop(name, None)
     if not pid or not count:
         return []
-    if not pid.isdigit() or int(pid) != os.getpid():
+    if not (pid.isascii() and pid.isdigit()) or int(pid) != os.getpid():
         return []  # meant for another process (e.g. a parent that exec'd a wrapper)
-    if not count.isdigit():
+    if not (count.isascii() and count.isdigit()):
         raise ConfigError(f"LISTEN_FDS is not a number: {count!r}")
     sockets: list[socket.socket] = []
     for fd in range(SD_LISTEN_FDS_START, SD_LISTEN_FDS_START + int(count)):

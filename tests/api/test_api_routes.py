@@ -194,6 +194,7 @@ async def test_panes_filters(api: Api, hub: Hub, query: str, ids: list[str]) -> 
         ("limit=1001", 400, "bad_limit"),
         ("limit=-1", 400, "bad_limit"),
         ("limit=ten", 400, "bad_limit"),
+        ("limit=%C2%B2", 400, "bad_limit"),
         ("offset=-3", 400, "bad_offset"),
         ("detail=everything", 400, "bad_detail"),
         ("window=x2", 400, "bad_window_id"),

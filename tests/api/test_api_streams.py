@@ -7,6 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -280,10 +281,11 @@ async def test_resume_from_the_last_id_sends_nothing(api: Api, hub: Hub) -> None
         assert (await reader.event())["location"]["window"]["name"] == "marker"
 
 
-@pytest.mark.parametrize("bad", ["00000000:1", "garbage", "{inst}:999", "{inst}:x"])
+@pytest.mark.parametrize("bad", ["00000000:1", "garbage", "{inst}:999", "{inst}:x", "{inst}:²"])
 async def test_unknown_resume_id_gives_reset_then_snapshot(api: Api, hub: Hub, bad: str) -> None:
     hub.update(state())
-    async with stream(api, headers={"Last-Event-ID": bad.format(inst=hub.instance)}) as reader:
+    since = quote(bad.format(inst=hub.instance))
+    async with stream(api, f"?since={since}") as reader:
         reset = await reader.event()
         assert reset["type"] == "reset" and reset["id"] == hub.event_id()
         snap = await reader.event()

@@ -140,7 +140,7 @@ def test_parse_listen(spec: str, parsed: tuple[str, str, int]) -> None:
 
 @pytest.mark.parametrize(
     "spec", ["", "unix:", "tcp:", "tcp:1", "tcp:127.0.0.1:", "tcp:127.0.0.1:99999",
-             "udp:127.0.0.1:1", "/a/b.sock", "tcp::80"],
+             "udp:127.0.0.1:1", "/a/b.sock", "tcp::80", "tcp:127.0.0.1:²"],
 )
 def test_parse_listen_rejects(spec: str) -> None:
     with pytest.raises(ConfigError):
