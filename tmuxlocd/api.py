@@ -1010,6 +1010,8 @@ class _Stream:
     # -------------------------------------------------------------- output
 
     def frame_event(self, event: Event, json: bytes | None = None) -> bytes:
+        if self.fmt == "text":  # only `lagged` gets here: a bare marker, the text follows
+            return _sse(event.id, event_type(event), ())
         data = encoder.encode(event) if json is None else json
         if self.fmt == "ndjson":
             return data + b"\n"
@@ -1067,18 +1069,15 @@ class _Stream:
             # nothing published from here on can be missed, and the seq check drops doubles.
             first: list[bytes] = []
             backlog: list[Published] = []
-            if resume is not None:
+            # A text stream cannot resume its text: it always starts from the current text.
+            if resume is not None and self.fmt != "text":
                 self.members_known = False
                 self.last_seq = resume
                 backlog = [
                     item for item in self.hub.since(resume) if self.admits(item.event)
                 ]
-                # A text stream cannot resume its text: it starts from the current text.
-                if self.fmt == "text":
-                    backlog = []
-                    first.append(self.frame_snapshot(self.snapshot()))
             else:
-                if reset:
+                if reset and self.fmt != "text":
                     first.append(self.frame_event(self.hub.marker("reset")))
                 snap = self.snapshot()
                 self.last_seq = snap.seq

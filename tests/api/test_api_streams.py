@@ -523,3 +523,26 @@ async def test_text_stream_with_neighbors(api: Api, hub: Hub) -> None:
         hub.update(state(moved=True))
         frame = await reader.raw()
         assert frame["data"][-1] == "neighbors: above none; below none; left none; right %4"
+
+
+async def test_text_stream_always_starts_from_the_text(api: Api, hub: Hub) -> None:
+    hub.update(state())
+    for since in (hub.event_id(), "00000000:1"):
+        async with stream(api, "?pane=3&format=text", {"Last-Event-ID": since}) as reader:
+            frame = await reader.raw()
+            assert frame["event"] == "snapshot" and frame["data"][0] == "tmux location:"
+
+
+async def test_text_stream_lagged() -> None:
+    hub = Hub()
+    hub.update(state())
+    async with serve_api(hub, queue_size=1) as api, \
+            stream(api, "?pane=3&format=text") as reader:
+        await reader.raw()
+        for n in range(3):
+            hub.update(state(name=f"burst{n}"))
+        frame = await reader.raw()
+        assert (frame["event"], frame["data"]) == ("lagged", [])
+        frame = await reader.raw()
+        assert frame["event"] == "snapshot"
+        assert frame["data"][1] == 'session work, window 1 "burst2", pane 0 %3'
