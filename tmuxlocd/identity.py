@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 import msgspec
@@ -64,21 +64,19 @@ def parse_stat(text: str) -> ProcStat:
     return ProcStat(pid=pid, ppid=int(fields[1]), tty_nr=int(fields[4]))
 
 
-def parse_environ(data: bytes) -> dict[str, str]:
-    """``/proc/<pid>/environ`` (NUL-separated ``KEY=VALUE``) -> dict; odd entries skipped."""
-    env: dict[str, str] = {}
-    for entry in data.split(b"\0"):
-        key, sep, value = entry.partition(b"=")
-        if sep and key:
-            env[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    return env
-
-
-def pane_id_hint(env: Mapping[str, str]) -> str | None:
-    """``TMUX_PANE`` when it looks like a pane id (``%N``), else None."""
-    value = env.get("TMUX_PANE", "")
-    if len(value) > 1 and value[0] == "%" and value[1:].isdigit():
+def pane_id_hint(value: str) -> str | None:
+    """A ``TMUX_PANE`` value when it looks like a pane id (``%N``), else None."""
+    number = value[1:]
+    if value[:1] == "%" and number.isascii() and number.isdigit():
         return value
+    return None
+
+
+def environ_pane(data: bytes) -> str | None:
+    """``TMUX_PANE`` from raw ``/proc/<pid>/environ`` bytes (the first one, as getenv)."""
+    for entry in data.split(b"\0"):
+        if entry.startswith(b"TMUX_PANE="):
+            return pane_id_hint(entry[10:].decode("utf-8", "replace"))
     return None
 
 
@@ -136,10 +134,22 @@ def peer_credentials(sock: object) -> Peer | None:
     return Peer(pid, uid, gid)
 
 
+def _read(path: str) -> bytes:
+    # os.open/os.read: /proc files are small, and a buffered text file costs several times
+    # as much per request.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_stat(pid: int) -> ProcStat | None:
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            return parse_stat(f.read())
+        return parse_stat(_read(f"/proc/{pid}/stat").decode("utf-8", "replace"))
     except (OSError, ValueError, IndexError):
         return None
 
@@ -147,8 +157,7 @@ def read_stat(pid: int) -> ProcStat | None:
 def read_env_pane(pid: int) -> str | None:
     """``TMUX_PANE`` of a process, or None if absent or unreadable (it may exit meanwhile)."""
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return pane_id_hint(parse_environ(f.read()))
+        return environ_pane(_read(f"/proc/{pid}/environ"))
     except OSError:
         return None
 

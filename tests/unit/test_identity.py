@@ -9,9 +9,9 @@ import pytest
 
 from tmuxlocd.identity import (
     ProcStat,
+    environ_pane,
     nearest_tty_ancestor,
     pane_id_hint,
-    parse_environ,
     parse_stat,
     peer_credentials,
     pts_path,
@@ -51,28 +51,29 @@ def test_read_stat_of_a_missing_process_is_none() -> None:
     assert read_stat(2**22 + 12345) is None
 
 
-def test_parse_environ() -> None:
-    data = b"A=1\0TMUX_PANE=%3\0NOEQUALS\0=novalue\0EMPTY=\0X=a=b\0\xff=\xfe\0"
-    env = parse_environ(data)
-    assert env["A"] == "1"
-    assert env["TMUX_PANE"] == "%3"
-    assert env["EMPTY"] == ""
-    assert env["X"] == "a=b"
-    assert "NOEQUALS" not in env and "" not in env
-    assert env["\ufffd"] == "\ufffd"
-
-
 @pytest.mark.parametrize(
     ("value", "hint"),
     [("%3", "%3"), ("%120", "%120"), ("3", None), ("%", None), ("%x", None), ("", None),
-     ("%3 ", None)],
+     ("%3 ", None), ("%²", None)],
 )
 def test_pane_id_hint(value: str, hint: str | None) -> None:
-    assert pane_id_hint({"TMUX_PANE": value}) == hint
+    assert pane_id_hint(value) == hint
 
 
-def test_pane_id_hint_absent() -> None:
-    assert pane_id_hint({}) is None
+@pytest.mark.parametrize(
+    ("data", "hint"),
+    [
+        (b"TMUX_PANE=%3\0A=1\0", "%3"),
+        (b"A=1\0TMUX_PANE=%12", "%12"),
+        (b"A=1\0TMUX_PANE=%1\0TMUX_PANE=%2\0", "%1"),
+        (b"XTMUX_PANE=%1\0", None),
+        (b"A=TMUX_PANE=%1\0", None),
+        (b"TMUX_PANE=\0", None),
+        (b"", None),
+    ],
+)
+def test_environ_pane(data: bytes, hint: str | None) -> None:
+    assert environ_pane(data) == hint
 
 
 def _table(*rows: tuple[int, int, int]) -> dict[int, ProcStat]:
