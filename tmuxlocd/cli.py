@@ -198,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fast is not None:
             return notify(hook=fast.get("hook"), server=fast.get("server"),
                           target=fast.get("target"))
+    if args and args[0] == "where":
+        # An agent may ask once per turn: the common spellings skip argparse's import.
+        opts = parse_where_args(args[1:])
+        if opts is not None:
+            return where(*opts)
     parser = build_parser()
     ns = parser.parse_args(args)
     command: Callable[[argparse.Namespace], int] | None = getattr(ns, "run", None)
@@ -406,14 +411,46 @@ def setup_logging(level: str, env: Mapping[str, str] | None = None) -> None:
 # where
 
 
+def parse_where_args(args: Sequence[str]) -> tuple[str, int | None, bool] | None:
+    """(format, turn, neighbors) for the plain spellings of ``where``'s flags; None for
+    anything else (help, abbreviations, mistakes), which argparse then handles."""
+    fmt: str | None = None
+    turn: int | None = None
+    neighbors = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("--json", "--text") and fmt in (None, arg[2:]):
+            fmt = arg[2:]
+        elif arg == "--neighbors":
+            neighbors = True
+        elif arg == "--turn" and i + 1 < len(args) and _is_int(args[i + 1]):
+            i += 1
+            turn = int(args[i])
+        elif arg.startswith("--turn=") and _is_int(arg[7:]):
+            turn = int(arg[7:])
+        else:
+            return None
+        i += 1
+    return fmt or "text", turn, neighbors
+
+
+def _is_int(text: str) -> bool:
+    return text.removeprefix("-").isdigit()
+
+
 def cmd_where(ns: argparse.Namespace) -> int:
+    return where(ns.format, ns.turn, ns.neighbors)
+
+
+def where(fmt: str, turn: int | None, neighbors: bool) -> int:
     path = daemon_socket()
-    if ns.format == "text":
+    if fmt == "text":
         target = "/v1/self" + query_string(
             {
                 "format": "text",
-                "turn": str(ns.turn) if ns.turn is not None else None,
-                "neighbors": "1" if ns.neighbors else None,
+                "turn": str(turn) if turn is not None else None,
+                "neighbors": "1" if neighbors else None,
             }
         )
     else:
@@ -421,27 +458,40 @@ def cmd_where(ns: argparse.Namespace) -> int:
     try:
         resp = raw_request(path, "GET", target, WHERE_TIMEOUT)
     except (NoDaemon, OSError, ValueError):
-        return where_direct(ns)
+        return where_direct(fmt, turn, neighbors)
     assert resp is not None
     if resp.status == 204:
         return EXIT_NOT_IN_PANE
     if resp.status != 200:
         _err(_error_text(resp))
         return EXIT_ERROR
-    if ns.format == "text":
+    if fmt == "text":
         sys.stdout.buffer.write(resp.body)
         sys.stdout.flush()
         return EXIT_OK
-    import json
-
-    try:
-        inside = json.loads(resp.body).get("inside_tmux") is True
-    except (ValueError, AttributeError):
+    inside = _inside_tmux(resp.body)
+    if inside is None:
         _err("the daemon's answer is not a JSON object")
         return EXIT_ERROR
     sys.stdout.buffer.write(resp.body + b"\n")
     sys.stdout.flush()
     return EXIT_OK if inside else EXIT_NOT_IN_PANE
+
+
+def _inside_tmux(body: bytes) -> bool | None:
+    # The daemon writes inside_tmux first, compactly; the json module (and the re it
+    # imports) is only needed for an answer written some other way.
+    if body.startswith(b'{"inside_tmux":true,'):
+        return True
+    if body.startswith(b'{"inside_tmux":false,'):
+        return False
+    import json
+
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value.get("inside_tmux") is True if isinstance(value, dict) else None
 
 
 def _error_text(resp: RawResponse) -> str:
@@ -454,7 +504,7 @@ def _error_text(resp: RawResponse) -> str:
         return f"the daemon answered {resp.status}"
 
 
-def where_direct(ns: argparse.Namespace) -> int:
+def where_direct(fmt: str, turn: int | None, neighbors: bool) -> int:
     import msgspec
 
     from tmuxlocd import direct
@@ -462,10 +512,10 @@ def where_direct(ns: argparse.Namespace) -> int:
 
     _err(direct.NOTE.removeprefix("tmuxlocd: "))
     info = direct.where_am_i()
-    if ns.format == "json":
+    if fmt == "json":
         sys.stdout.buffer.write(msgspec.json.encode(info) + b"\n")
     elif info.location is not None:
-        text = text_form(info.location, turn=ns.turn, with_neighbors=ns.neighbors)
+        text = text_form(info.location, turn=turn, with_neighbors=neighbors)
         sys.stdout.buffer.write(text.encode("utf-8"))
     sys.stdout.flush()
     return EXIT_OK if info.inside_tmux else EXIT_NOT_IN_PANE

@@ -140,6 +140,34 @@ def test_parse_notify_args(args: list[str], expected: dict[str, str] | None) -> 
     assert cli.parse_notify_args(args) == expected
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([], ("text", None, False)),
+        (["--json"], ("json", None, False)),
+        (["--text", "--turn", "3", "--neighbors"], ("text", 3, True)),
+        (["--turn=12"], ("text", 12, False)),
+        (["--json", "--json"], ("json", None, False)),
+        (["--json", "--text"], None),  # argparse reports the conflict
+        (["--js"], None),  # an abbreviation: argparse knows
+        (["--turn"], None),
+        (["--turn", "x"], None),
+        (["-h"], None),
+        (["extra"], None),
+    ],
+)
+def test_parse_where_args(args: list[str], expected: tuple[str, int | None, bool] | None) -> None:
+    assert cli.parse_where_args(args) == expected
+
+
+def test_inside_tmux_of_an_answer() -> None:
+    assert cli._inside_tmux(b'{"inside_tmux":true,"x":1}') is True
+    assert cli._inside_tmux(b'{"inside_tmux":false,"x":1}') is False
+    assert cli._inside_tmux(b'{ "x": 1, "inside_tmux": true }') is True
+    assert cli._inside_tmux(b"[1]") is None
+    assert cli._inside_tmux(b"nope") is None
+
+
 def test_notify_without_daemon_is_silent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
