@@ -59,8 +59,8 @@ class ServerEntry:
     def __init__(self, socket_path: str) -> None:
         self.socket_path = socket_path
         self.state = ServerState(socket_path=socket_path)
-        self.locations: dict[str, Location] = {}
         self.builder = LocationBuilder()
+        self.locations: dict[str, Location] = self.builder.locations
         self.observer: ObserverStatus = "down"
         self.last_sync: float | None = None  # time.monotonic() of the last applied re-sync
 
@@ -165,25 +165,14 @@ class Hub:
         """Apply a fresh re-sync of one server; publish and return its events."""
         entry = self.server(state.socket_path)
         was_running = entry.state.running
-        new_locations, changed_windows = entry.builder.build(state)
-        candidates: set[str] | None
-        if entry.state.pid != state.pid:
-            candidates = None  # every Location carries server.pid: compare them all
-        else:
-            candidates = {
-                pid
-                for pid, loc in entry.locations.items()
-                if loc.window.id in changed_windows
-            }
-            candidates.update(
-                pid for pid, loc in new_locations.items() if loc.window.id in changed_windows
-            )
+        # A changed server pid changes every window's inputs, so every pane is compared then.
+        old, new = entry.builder.build(state)
         events: list[ChangeEvent] = []
         if state.running and not was_running:
             events.append(ServerUp(server=ServerRef(socket_path=state.socket_path, pid=state.pid)))
-        events.extend(diff(entry.locations, new_locations, candidates))
+        events.extend(diff(old, new))
         entry.state = state
-        entry.locations = new_locations
+        entry.locations = entry.builder.locations
         entry.last_sync = time.monotonic()
         if events:
             self._by_rdev = None
@@ -199,8 +188,8 @@ class Hub:
         events: list[ChangeEvent] = list(diff(entry.locations, {}))
         events.append(ServerDown(server=ref))
         entry.state = ServerState(socket_path=socket_path)
-        entry.locations = {}
         entry.builder = LocationBuilder()
+        entry.locations = entry.builder.locations
         entry.last_sync = time.monotonic()
         self._by_rdev = None
         return self.publish(events)

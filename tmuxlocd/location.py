@@ -9,6 +9,7 @@ changed.  At 1,000 panes a split then costs one window's worth of work, not the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 import msgspec
 
@@ -73,8 +74,13 @@ class Location(msgspec.Struct, frozen=True, kw_only=True):
 NO_NEIGHBORS = Neighbors()
 
 
+@lru_cache(maxsize=1024)
 def pane_neighbors(layout: str) -> dict[str, Neighbors]:
-    """Pane id -> Neighbors, from the full layout.  An unparsable layout gives none."""
+    """Pane id -> Neighbors, from the full layout.  An unparsable layout gives none.
+
+    Cached by layout string (failures too), since a window is rebuilt for reasons that
+    leave its layout alone (a rename, a focus change); callers must not modify the result.
+    """
     try:
         table = neighbors_of_layout(layout)
     except LayoutError:
@@ -152,49 +158,63 @@ _WindowKey = tuple[
 
 
 class LocationBuilder:
-    """Builds every Location of a server, reusing the windows whose inputs did not change."""
+    """Keeps every Location of a server, recomputing only the windows whose inputs changed.
+
+    ``locations`` is updated in place; ``build`` returns the before and after of exactly the
+    panes that belong (or belonged) to a recomputed window, which is all a diff needs.  The
+    work per update is one pass to group panes by window plus the changed windows: at 1,000
+    panes a split costs one window, not the server.
+    """
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[_WindowKey, dict[str, Location]]] = {}
+        self.locations: dict[str, Location] = {}
 
-    def build(self, state: ServerState) -> tuple[dict[str, Location], set[str]]:
-        """All Locations of ``state``, and the ids of the windows that were recomputed."""
+    def build(self, state: ServerState) -> tuple[dict[str, Location], dict[str, Location]]:
+        """Bring ``locations`` up to ``state``; return (old, new) of the recomputed panes."""
         server = ServerRef(socket_path=state.socket_path, pid=state.pid)
         links_of: dict[str, list[Winlink]] = {}
         for link in state.winlinks:  # sorted by session id, then index
             links_of.setdefault(link.window_id, []).append(link)
         panes_of: dict[str, list[Pane]] = {}
-        for pane in state.panes.values():
+        for pane in state.panes.values():  # tmux lists a window's panes in index order
             panes_of.setdefault(pane.window_id, []).append(pane)
-        result: dict[str, Location] = {}
-        changed: set[str] = set()
+        sessions = state.sessions
+        old: dict[str, Location] = {}
+        new: dict[str, Location] = {}
         cache: dict[str, tuple[_WindowKey, dict[str, Location]]] = {}
         for wid, window in state.windows.items():
             links = links_of.get(wid, [])
-            panes = tuple(sorted(panes_of.get(wid, ()), key=lambda p: p.index))
             key: _WindowKey = (
                 server,
                 window,
                 tuple(links),
-                tuple(state.sessions.get(link.session_id) for link in links),
-                panes,
+                tuple(sessions.get(link.session_id) for link in links),
+                tuple(panes_of.get(wid, ())),
             )
             hit = self._cache.get(wid)
             if hit is not None and hit[0] == key:
-                locs = hit[1]
-            else:
-                locs = window_locations(server, window, links, state.sessions, panes)
-                changed.add(wid)
+                cache[wid] = hit
+                continue
+            locs = window_locations(server, window, links, sessions, key[4])
+            if hit is not None:
+                old.update(hit[1])
+            new.update(locs)
             cache[wid] = (key, locs)
-            result.update(locs)
-        changed.update(set(self._cache) - set(cache))
+        for wid in self._cache.keys() - cache.keys():
+            old.update(self._cache[wid][1])
+        for pane_id in old:
+            self.locations.pop(pane_id, None)
+        self.locations.update(new)
         self._cache = cache
-        return result, changed
+        return old, new
 
 
 def build_locations(state: ServerState) -> dict[str, Location]:
     """Every Location of a server, from scratch (pane id -> Location)."""
-    return LocationBuilder().build(state)[0]
+    builder = LocationBuilder()
+    builder.build(state)
+    return builder.locations
 
 
 def sort_pane_ids(ids: Iterable[str]) -> list[str]:

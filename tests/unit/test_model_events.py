@@ -171,15 +171,18 @@ def test_diff_kinds() -> None:
 
 def test_builder_recomputes_only_changed_windows() -> None:
     builder = LocationBuilder()
-    first, changed = builder.build(state())
-    assert changed == {"@0", "@1", "@2"}
-    again, changed = builder.build(state())
-    assert changed == set() and again == first
+    old, new = builder.build(state())
+    assert old == {} and set(new) == {"%0", "%1", "%2", "%3"}
+    first = dict(builder.locations)
+    old, new = builder.build(state())
+    assert old == {} and new == {} and builder.locations == first
     s = state_from_rows(
         SOCK, 4242, SESSIONS, [w.replace("\tlogs", "\tLOGS") for w in WINDOWS], PANES
     )
-    _, changed = builder.build(s)
-    assert changed == {"@1"}
+    old, new = builder.build(s)
+    assert set(old) == set(new) == {"%2"}  # only the renamed window's pane
+    assert builder.locations["%2"].window.name == "LOGS"
+    assert builder.locations["%0"] is first["%0"]
 
 
 def test_home_session_is_lowest_id() -> None:
