@@ -27,7 +27,7 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 import msgspec
@@ -50,6 +50,7 @@ from tmuxlocd.client import (
     PaneSummary,
     PaneSummaryList,
     SelfInfo,
+    socket_path,
 )
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.events import Event, PaneAdded, PaneChanged, PaneRemoved, SnapshotEvent, apply
@@ -387,6 +388,24 @@ def direct_panes(accept_ancestor: bool, scope: Scope, detail: Detail) -> bytes:
 # Live updates: the daemon's streams in, "this resource changed" out.
 
 
+def daemon_socket(env: Mapping[str, str] | None = None) -> str:
+    """Where the daemon listens (SPEC §6), for a process whose environment may be cut down.
+
+    Hosts often start MCP servers with a minimal environment (the MCP Python SDK passes only
+    HOME, LOGNAME, PATH, SHELL, TERM and USER), which drops ``XDG_RUNTIME_DIR``: the daemon of
+    a systemd user session, listening under ``/run/user/<uid>``, would then be looked for in
+    ``/tmp``.  With neither variable set, that runtime directory is tried first.
+    """
+    env = os.environ if env is None else env
+    path = socket_path(env)
+    if env.get("TMUXLOCD_SOCKET") or env.get("XDG_RUNTIME_DIR"):
+        return path
+    runtime = f"/run/user/{os.getuid()}/tmuxlocd/tmuxlocd.sock"
+    if not os.path.exists(path) and os.path.exists(runtime):
+        return runtime
+    return path
+
+
 def has_controlling_tty() -> bool:
     stat = direct.read_stat("self")
     return stat is not None and stat[1] != 0
@@ -407,16 +426,11 @@ class Live:
         self.contents: dict[str, str | bytes] = {}
         self.told: dict[str, str | bytes] = {}
         self._pending: dict[str, asyncio.Task[None]] = {}
-        self.connected = False
         self._self_ready = asyncio.Event()
         self._window_ready = asyncio.Event()
         self._self_task: asyncio.Task[None] | None = None
         self._window_task: asyncio.Task[None] | None = None
         self._window_key: tuple[str, str] | None = None
-
-    @property
-    def started(self) -> bool:
-        return self._self_task is not None
 
     def start(self) -> None:
         if self._self_task is None:
@@ -449,11 +463,10 @@ class Live:
         while True:
             try:
                 async for event in self.client.events(pane=pane, window=window, server=server):
-                    self.connected = True
                     delay = RETRY_FIRST
                     yield event
             except DaemonUnavailable:
-                self.connected = False
+                pass
             except ClientError as exc:
                 log.info("stream pane=%s window=%s refused: %s", pane, window, exc)
             # Nothing to wait for: let a subscribe request answer now rather than time out.
@@ -713,7 +726,7 @@ def _result(text: str, *, live: bool = True) -> mt.CallToolResult:
 async def serve(client: AsyncClient | None = None) -> None:
     """Serve MCP on this process's stdin/stdout until the client closes stdin."""
     accept_ancestor = not has_controlling_tty()
-    client = client or AsyncClient(accept_ancestor=accept_ancestor)
+    client = client or AsyncClient(daemon_socket(), accept_ancestor=accept_ancestor)
     # The client imports aiohttp on its first request; doing it while the host is still
     # starting up keeps that second off the first tool call.
     warm = asyncio.create_task(asyncio.to_thread(importlib.import_module, "aiohttp"))

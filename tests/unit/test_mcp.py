@@ -1,0 +1,172 @@
+"""The MCP shim without tmux: its answers as text, and how daemon events become notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+import pytest
+
+pytest.importorskip("mcp")
+
+from tests.tmuxtest import wait_until
+from tmuxlocd import mcp as shim
+from tmuxlocd.client import Caller, SelfInfo
+from tmuxlocd.events import Event, PaneChanged, SnapshotEvent
+from tmuxlocd.location import (
+    Location,
+    Neighbors,
+    PaneRef,
+    ServerRef,
+    SessionRef,
+    WindowRef,
+)
+
+SOCKET = "/tmp/tmux-1000/default"
+
+
+def loc(
+    pane: str = "%3", *, window: str = "@2", name: str = "editor", active: bool = True,
+    pid: int = 100, layout: str = "b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
+) -> Location:
+    return Location(
+        server=ServerRef(socket_path=SOCKET, pid=42),
+        session=SessionRef(id="$1", name="work"),
+        window=WindowRef(id=window, index=1, name=name, active=True, zoomed=False, layout=layout),
+        pane=PaneRef(id=pane, index=0, active=active, tty="/dev/pts/5", pid=pid,
+                     left=0, top=0, width=79, height=40),
+        neighbors=Neighbors(right=("%4",)),
+    )
+
+
+def test_where_text_in_a_pane() -> None:
+    info = SelfInfo(inside_tmux=True, verified_by="tty", caller=Caller(pid=1), location=loc())
+    assert shim.where_text(info, live=True) == (
+        "tmux location:\n"
+        'session work, window 1 "editor", pane 0 %3\n'
+        "window active=1, pane active=1, layout b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}\n"
+        "neighbors: above none; below none; left none; right %4\n"
+        f"verified_by tty; server {SOCKET}; live updates on\n"
+    )
+    text = shim.where_text(info, live=False)
+    assert text.endswith(f"verified_by tty; server {SOCKET}\n{shim.LIVE_OFF}\n")
+
+
+def test_where_text_outside_tmux_says_to_ask() -> None:
+    info = SelfInfo(
+        inside_tmux=False, reason="no_controlling_tty",
+        caller=Caller(pid=1, env_pane="%7", ancestor_pane=None),
+    )
+    text = shim.where_text(info, live=True)
+    assert text.startswith("not in a tmux pane (reason: no_controlling_tty)\n")
+    assert "TMUX_PANE=%7 (inherited, unverified)" in text
+    assert "Ask the user" in text
+
+
+def test_window_summary_has_the_daemons_shape() -> None:
+    body = json.loads(shim.window_summary([loc("%4"), loc("%3")]))
+    assert body["total"] == 2 and body["truncated"] is False
+    assert set(body["panes"][0]) == {
+        "id", "index", "active", "left", "top", "width", "height", "window_id", "session_id",
+        "neighbors",
+    }
+
+
+def test_daemon_socket_with_a_cut_down_environment(tmp_path: Any) -> None:
+    assert shim.daemon_socket({"TMUXLOCD_SOCKET": "/x/s.sock"}) == "/x/s.sock"
+    assert shim.daemon_socket({"XDG_RUNTIME_DIR": "/r"}) == "/r/tmuxlocd/tmuxlocd.sock"
+
+
+# ----------------------------------------------------------------------------------------------
+# Live: a fake daemon client whose streams the test feeds.
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.streams: dict[tuple[str | None, str | None], asyncio.Queue[Event]] = {}
+        self.opened: list[tuple[str | None, str | None]] = []
+
+    def queue(self, pane: str | None, window: str | None) -> asyncio.Queue[Event]:
+        return self.streams.setdefault((pane, window), asyncio.Queue())
+
+    async def events(
+        self, *, pane: str | None = None, window: str | None = None, server: str | None = None
+    ) -> AsyncIterator[Event]:
+        self.opened.append((pane, window))
+        q = self.queue(pane, window)
+        while True:
+            yield await q.get()
+
+    def drained(self) -> bool:
+        return all(q.empty() for q in self.streams.values())
+
+
+async def settled(live: shim.Live, client: FakeClient) -> None:
+    """Until every queued event was consumed and no notification is pending."""
+    await wait_until(lambda: client.drained() and not live._pending, 5.0, 0.005, "quiet")
+
+
+def snapshot(*locations: Location) -> SnapshotEvent:
+    return SnapshotEvent(panes=locations)
+
+
+def changed(location: Location, *fields: str) -> PaneChanged:
+    return PaneChanged(location=location, changed=fields)
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[tuple[shim.Live, FakeClient, list[str]]]:
+    client = FakeClient()
+    told: list[str] = []
+
+    async def notify(uri: str) -> None:
+        told.append(uri)
+
+    live = shim.Live(client, notify)  # type: ignore[arg-type]
+    client.queue("self", None).put_nowait(snapshot(loc()))
+    client.queue(None, "@2").put_nowait(snapshot(loc(), loc("%4")))
+    live.start()
+    await live.ready()
+    yield live, client, told
+    await live.stop()
+
+
+async def test_a_burst_is_told_once(rig: tuple[shim.Live, FakeClient, list[str]]) -> None:
+    live, client, told = rig
+    for layout in ("aaaa,1x1,0,0,3", "bbbb,1x1,0,0,3", "cccc,1x1,0,0,3"):
+        client.queue("self", None).put_nowait(changed(loc(layout=layout), "window.layout"))
+    await settled(live, client)
+    assert told == [shim.SELF_URI]
+    assert "cccc" in str(live.told[shim.SELF_URI])
+
+
+async def test_what_a_resource_does_not_show_is_silent(
+    rig: tuple[shim.Live, FakeClient, list[str]],
+) -> None:
+    live, client, told = rig
+    client.queue("self", None).put_nowait(changed(loc(pid=101), "pane.pid"))
+    client.queue(None, "@2").put_nowait(changed(loc(name="other"), "window.name"))
+    await settled(live, client)
+    assert told == []
+    # A change and its undoing inside one settling interval: nothing to tell either.
+    client.queue("self", None).put_nowait(changed(loc(name="tmp"), "window.name"))
+    client.queue("self", None).put_nowait(changed(loc(), "window.name"))
+    await settled(live, client)
+    assert told == []
+
+
+async def test_self_moving_to_another_window_follows_it(
+    rig: tuple[shim.Live, FakeClient, list[str]],
+) -> None:
+    live, client, told = rig
+    moved = loc(window="@9", name="moved")
+    client.queue(None, "@9").put_nowait(snapshot(moved))
+    client.queue("self", None).put_nowait(changed(moved, "window.id", "window.name"))
+    await settled(live, client)
+    assert (None, "@9") in client.opened
+    assert sorted(told) == [shim.SELF_URI, shim.WINDOW_URI]
+    window = msgspec.json.decode(live.told[shim.WINDOW_URI])
+    assert [p["window_id"] for p in window["panes"]] == ["@9"]
