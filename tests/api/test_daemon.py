@@ -341,23 +341,38 @@ async def start_child(*argv: str, **kw: Any) -> tuple[asyncio.subprocess.Process
     return proc, line.decode().split()[1:]
 
 
+# Puts the socket named by argv[1] on fd 3 and names this process in LISTEN_PID, as systemd
+# does, then runs WRAPPER.
+ACTIVATE = (
+    "import os, sys\n"
+    "fd = int(sys.argv.pop(1))\n"
+    "os.dup2(fd, 3)\n"
+    "os.close(fd)\n"
+    "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1')\n"
+)
+
+
+async def test_socket_activation_refuses_a_datagram_socket(tmp: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.bind(("127.0.0.1", 0))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", ACTIVATE + WRAPPER, str(udp.fileno()), pass_fds=(udp.fileno(),),
+            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 2 and not out
+    assert b"not a listening stream socket" in err
+
+
 async def test_socket_activation(tmp: str) -> None:
     path = os.path.join(tmp, "activated.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
     fd = listener.fileno()
-    # The child puts the socket on fd 3 and names itself in LISTEN_PID, as systemd does.
-    activate = (
-        "import os, sys\n"
-        "fd = int(sys.argv.pop(1))\n"
-        "os.dup2(fd, 3)\n"
-        "os.close(fd)\n"
-        "os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1')\n"
-    )
     try:
         proc, names = await start_child(
-            sys.executable, "-c", activate + WRAPPER, str(fd), pass_fds=(fd,))
+            sys.executable, "-c", ACTIVATE + WRAPPER, str(fd), pass_fds=(fd,))
     finally:
         listener.close()  # the child holds its own copy
     try:
