@@ -302,7 +302,7 @@ async def test_resume_id_that_left_the_buffer_gives_reset() -> None:
         assert (await reader.event())["type"] == "reset"
         snap = await reader.event()
         assert snap["type"] == "snapshot"
-        assert snap["panes"][0]["window"]["name"] == "n2"
+        assert {p["window"]["name"] for p in snap["panes"] if p["window"]["id"] == "@2"} == {"n2"}
 
 
 # ------------------------------------------------------------------------------ pressure
