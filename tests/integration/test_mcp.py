@@ -328,13 +328,14 @@ def _has_bulk(world: World) -> bool:
     return "bulk" in world.tmux.run("list-sessions", "-F", "#{session_name}").split()
 
 
-def _all_fields_listing(world: World) -> bytes:
-    """``list-panes -a`` with every format a pane has (as ``display-message -a`` lists them),
-    as JSON: what a model reads when it asks tmux for everything."""
+def _all_fields_listing(world: World, prefix: str = "") -> bytes:
+    """``list-panes -a`` with every format a pane has (as ``display-message -a`` lists them;
+    only those starting with ``prefix``), as JSON: what a model reads when it asks tmux for
+    everything."""
     names = [
         line.split("=", 1)[0]
         for line in world.tmux.run("display-message", "-a", "-p", "-t", "main:").splitlines()
-        if "=" in line
+        if "=" in line and line.startswith(prefix)
     ]
     sep = "\x1f"
     out = world.tmux.run("list-panes", "-a", "-F", sep.join(f"#{{{n}}}" for n in names))
@@ -356,6 +357,9 @@ def test_token_cost(world: World, basic: tuple[Run, Grid]) -> None:
         "resource tmux://self/window": len(result["read_window"].encode()),
         f'list_panes("server", "full") at {panes} panes': len(
             answer(result, "server_full").encode()
+        ),
+        f"tmux list-panes -a, pane_* formats, JSON, at {panes} panes": len(
+            _all_fields_listing(world, "pane_")
         ),
         f"tmux list-panes -a, all formats, JSON, at {panes} panes": len(
             _all_fields_listing(world)
