@@ -727,8 +727,8 @@ async def serve(client: AsyncClient | None = None) -> None:
     """Serve MCP on this process's stdin/stdout until the client closes stdin."""
     accept_ancestor = not has_controlling_tty()
     client = client or AsyncClient(daemon_socket(), accept_ancestor=accept_ancestor)
-    # The client imports aiohttp on its first request; doing it while the host is still
-    # starting up keeps that second off the first tool call.
+    # The client imports aiohttp on its first request; importing it while the host is still
+    # starting up keeps that cost off the first tool call.
     warm = asyncio.create_task(asyncio.to_thread(importlib.import_module, "aiohttp"))
     shim = Shim(client, accept_ancestor=accept_ancestor)
     server = shim.server()
