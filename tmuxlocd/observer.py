@@ -48,6 +48,7 @@ from tmuxlocd.model import (
     Winlink,
     compare_digest,
     id_number,
+    join_rows,
     parse_pane_row,
     parse_session_row,
     parse_window_query,
@@ -77,25 +78,24 @@ log = logging.getLogger(__name__)
 # Hooks go at this index of each hook's array, so a user's hooks (normally at [0], [1] ...)
 # are never replaced; `set-hook -gu 'name[7741]'` removes exactly ours.
 HOOK_INDEX = 7741
-HOOKS = (
-    "window-layout-changed",
-    "window-pane-changed",
-    "window-linked",
-    "window-unlinked",
-    "window-renamed",
-    "session-renamed",
-    "session-created",
-    "session-closed",
-    "session-window-changed",
-    "pane-exited",
-    "pane-died",
-)
+# Only one hook is needed.  Every other location change in a session we are not attached to
+# is announced to all control clients anyway (window add/close/rename, active pane, current
+# window, session create/close/rename: research §2.1), or to nobody at all (respawn, silent
+# swap-window, renumbering: the digest's job).  What reaches only the attached session is
+# %layout-change: splits, kills, resizes, layouts, pane exits, break/join -- all of which
+# fire window-layout-changed.
+HOOKS = ("window-layout-changed",)
 
 LIST_SESSIONS = ("list-sessions", "-F", SESSION_FORMAT)
 LIST_WINDOWS = ("list-windows", "-a", "-F", WINDOW_FORMAT)
 LIST_PANES = ("list-panes", "-a", "-F", PANE_FORMAT)
 
 RETRY_MAX = 2.0  # seconds between attempts while a server is down (capped backoff)
+# The longest a barrier (/v1/sync) waits for tmux: a server that answers nothing for this
+# long (stopped, wedged) gets the model as it is rather than a request that never ends.
+SYNC_TIMEOUT = 10.0
+ROW_RETRY_DELAY = 1.0  # after rows that could not be parsed
+WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is started again
 # After a hook wakes the waiter, a new waiter takes a few ms to register; two signals in that
 # gap cancel each other in tmux (wait-for semantics), so the structure is read once more
 # after this delay.  Cheap (one list-windows) and only after hook activity.
@@ -147,6 +147,7 @@ class ServerObserver:
         self.synced = asyncio.Event()  # set after each first sync of an attachment
         self._hooks_installed = False
         self._stopping = asyncio.Event()
+        self._kick = asyncio.Event()  # a barrier is waiting: retry now, not after the backoff
         self._task: asyncio.Task[None] | None = None
         # model
         self.sessions: dict[str, Session] = {}
@@ -157,8 +158,12 @@ class ServerObserver:
         self._dirty = asyncio.Event()
         self._full = False
         self._structure = False
+        self._layouts = False
         self._dirty_windows: set[str] = set()
+        self.attached_session = ""
+        self._rehook = False
         self._confirm: asyncio.TimerHandle | None = None
+        self._retry: asyncio.TimerHandle | None = None
         # barrier: requests are numbered; the sync loop records the last one it served
         self._requested = 0
         self._served = 0
@@ -183,9 +188,15 @@ class ServerObserver:
         self._release_waiters()
 
     async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._stopping.wait()
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        kicked = asyncio.ensure_future(self._kick.wait())
+        try:
+            await asyncio.wait((stopping, kicked), timeout=seconds,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            kicked.cancel()
+        self._kick.clear()
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -242,12 +253,17 @@ class ServerObserver:
             return False
         if not sessions:
             # A running server with no session (exit-empty off) cannot be attached to; it
-            # has no panes, and is looked at again shortly.
+            # has no panes (its last session may just have been killed: publish that), and
+            # is looked at again shortly.
+            self.sessions, self.winlinks, self.windows, self.panes = {}, (), {}, {}
+            self.hub.update(self.state())
+            self._release_waiters()
             return False
         # Prefer a session a real client already has: attaching there changes no
         # session_attached from 0 and no focus (measured side effects of attaching).
         sid = min(sessions, key=lambda s: (s[1] == 0, id_number(s[0])))[0]
         client = ControlClient(self._on_event)
+        self.attached_session = sid
         await client.start(self.tmux, self.socket_path, sid)
         self.client = client
         sync_task: asyncio.Task[None] | None = None
@@ -261,7 +277,11 @@ class ServerObserver:
             pid, version, name = [*info.lines[0].split("\t"), "", "", ""][:3]
             self.pid = int(pid) if pid.isdigit() else None
             self.version, self.client_name = version, name
+            # Barriers asked for before this full re-read are answered by it (their tickets
+            # may have been lost with the previous client, mid-sync).
+            ticket = self._requested
             await self._sync(full=True, structure=False, windows=set())
+            await self._serve(ticket)
             self.hub.set_observer(self.socket_path, "attached")
             if self.use_hooks:
                 if not self._uses_message_hooks():
@@ -285,9 +305,10 @@ class ServerObserver:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
-            if self._confirm is not None:
-                self._confirm.cancel()
-                self._confirm = None
+            for handle in (self._confirm, self._retry):
+                if handle is not None:
+                    handle.cancel()
+            self._confirm = self._retry = None
             await client.close()
             self.client = None
             self.synced.clear()
@@ -308,9 +329,16 @@ class ServerObserver:
             return False
 
     def _hook_command(self, hook: str) -> str:
+        # The guard is a format evaluated inside the server (no fork): windows of the attached
+        # session already send us %layout-change, and a hook for them would only cost a
+        # second, wider re-read.  #{session_id} is the session the hook's window was found in.
+        guard = f"#{{!=:#{{session_id}},{self.attached_session}}}"
         if self._uses_message_hooks():
-            return f"display-message -c '{self.client_name}' 'tmuxlocd {hook}'"
-        return f"wait-for -S {self.channel}"
+            # 3.4+: the message names the window, so only that window is re-read.
+            action = f"display-message -c '{self.client_name}' 'tmuxlocd {hook} #{{window_id}}'"
+        else:
+            action = f"wait-for -S {self.channel}"
+        return f"if-shell -F '{guard}' \"{action}\""
 
     async def _install_hooks(self, client: ControlClient) -> None:
         replies = await client.run(
@@ -336,7 +364,14 @@ class ServerObserver:
             await client.run(("wait-for", "-S", self.channel), timeout=1.0)
 
     async def _waiter(self) -> None:
-        """The unattached ``tmux wait-for`` client that hooks wake (tmux 3.3)."""
+        """The unattached ``tmux wait-for`` client that hooks wake (tmux 3.3).
+
+        Should it end without being woken (killed from outside, or the server is going
+        away), it is started again, after a pause that grows while that repeats; without it
+        hooks would reach nobody for the rest of the attachment.  When the server is gone
+        the attachment ends and cancels this task.
+        """
+        pause = WAITER_RETRY_MIN
         while True:
             proc = await asyncio.create_subprocess_exec(
                 self.tmux, "-S", self.socket_path, "wait-for", self.channel,
@@ -353,9 +388,15 @@ class ServerObserver:
                     proc.kill()
                 await proc.wait()
                 raise
-            if rc != 0 or self._stopping.is_set():
+            if self._stopping.is_set():
                 return
-            self.mark(structure=True)
+            if rc != 0:
+                await self._pause(pause)
+                pause = min(pause * 2, RETRY_MAX)
+            else:
+                pause = WAITER_RETRY_MIN
+            # Woken by a hook; or, after a failure, hooks may have fired while nobody waited.
+            self.mark(layouts=True)
             self._schedule_confirm()
 
     def _schedule_confirm(self) -> None:
@@ -364,7 +405,7 @@ class ServerObserver:
 
             def confirm() -> None:
                 self._confirm = None
-                self.mark(structure=True)
+                self.mark(layouts=True)
 
             self._confirm = loop.call_later(HOOK_CONFIRM_DELAY, confirm)
 
@@ -376,21 +417,29 @@ class ServerObserver:
                 window_id=w
             ):
                 self.mark(windows=(w,))
+            case SessionChanged(session_id=sid):
+                # Our client was moved to another session: the hooks' guard must follow.
+                self.attached_session = sid
+                self._rehook = self._hooks_installed
+                self.mark(structure=True)
             case (
                 WindowAdd()
                 | WindowClose()
                 | SessionWindowChanged()
                 | SessionsChanged()
                 | SessionRenamed()
-                | SessionChanged()
             ):
                 self.mark(structure=True)
             case SubscriptionChanged(name=name, value=value) if name == DIGEST_NAME:
                 found = compare_digest(value, self.state())
                 if found.winlinks_differ or found.windows:
                     self.mark(structure=found.winlinks_differ, windows=found.windows)
-            case Message(text=text) if text.startswith("tmuxlocd"):
-                self.mark(structure=True)
+            case Message(text=text) if text.startswith("tmuxlocd "):
+                window = text.rsplit(" ", 1)[-1]
+                if window.startswith("@") and window[1:].isdigit():
+                    self.mark(windows=(window,))
+                else:
+                    self.mark(layouts=True)
             case ClientSessionChanged():
                 pass  # another client switched session: no pane moved
             case Unknown(line=line):
@@ -398,28 +447,58 @@ class ServerObserver:
             case _:
                 pass
 
+    def _retry_full(self) -> None:
+        self._retry = None
+        self.mark(full=True)
+
     def mark(
-        self, *, full: bool = False, structure: bool = False, windows: Iterable[str] = ()
+        self,
+        *,
+        full: bool = False,
+        structure: bool = False,
+        layouts: bool = False,
+        windows: Iterable[str] = (),
     ) -> None:
+        """Ask the sync loop to re-read: everything (``full``), sessions and windows
+        (``structure``), windows only (``layouts``: list-windows -a, then the windows that
+        differ), or the named windows."""
         self._full |= full
         self._structure |= structure
+        self._layouts |= layouts
         self._dirty_windows.update(windows)
-        if self._full or self._structure or self._dirty_windows:
+        if self._full or self._structure or self._layouts or self._dirty_windows:
             self._dirty.set()
 
     # ------------------------------------------------------------------ syncing
 
     async def sync(self) -> None:
-        """Barrier: a full re-read that started after this call was published."""
-        if self.client is None or not self.synced.is_set():
+        """Barrier: returns once a full re-read that started after this call was published,
+        or the server's going down was.
+
+        Between two attachments (the attached session was killed, the client detached or
+        killed) the next attachment's first full re-read answers it; a server that is down
+        and already reported down needs nothing.
+        """
+        if self._stopping.is_set():
+            return
+        if not socket_alive(self.socket_path) and not self.hub.server(
+            self.socket_path
+        ).state.running:
             return
         self._requested += 1
         ticket = self._requested
         self.mark(full=True)
-        async with self._served_cond:
-            await self._served_cond.wait_for(
-                lambda: self._served >= ticket or self.client is None
-            )
+        self._kick.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SYNC_TIMEOUT):
+                async with self._served_cond:
+                    await self._served_cond.wait_for(lambda: self._served >= ticket)
+
+    async def _serve(self, ticket: int) -> None:
+        if ticket > self._served:
+            self._served = ticket
+            async with self._served_cond:
+                self._served_cond.notify_all()
 
     def _release_waiters(self) -> None:
         self._served = self._requested
@@ -436,18 +515,27 @@ class ServerObserver:
             await self._dirty.wait()
             self._dirty.clear()
             full, structure, windows = self._full, self._structure, self._dirty_windows
-            self._full, self._structure, self._dirty_windows = False, False, set()
+            layouts = self._layouts
+            self._full, self._structure, self._layouts = False, False, False
+            self._dirty_windows = set()
             ticket = self._requested
             try:
-                await self._sync(full=full, structure=structure, windows=windows)
+                if self._rehook and self.client is not None:
+                    self._rehook = False
+                    await self._install_hooks(self.client)
+                await self._sync(
+                    full=full, structure=structure, windows=windows, layouts=layouts
+                )
             except RowError as exc:
-                log.warning("bad row from tmux, re-reading everything: %s", exc)
-                self.mark(full=True)
-                continue
-            if ticket > self._served:
-                self._served = ticket
-                async with self._served_cond:
-                    self._served_cond.notify_all()
+                # Re-read everything, but not at once: a row that cannot be parsed now will
+                # most likely not parse a millisecond later, and an immediate retry would
+                # spin against tmux.  A waiting barrier gets the model as it is.
+                log.warning("bad row from tmux, re-reading everything shortly: %s", exc)
+                if self._retry is None:
+                    self._retry = asyncio.get_running_loop().call_later(
+                        ROW_RETRY_DELAY, self._retry_full
+                    )
+            await self._serve(ticket)
 
     def state(self) -> ServerState:
         return ServerState(
@@ -460,7 +548,9 @@ class ServerObserver:
             panes=dict(self.panes),
         )
 
-    async def _sync(self, *, full: bool, structure: bool, windows: set[str]) -> None:
+    async def _sync(
+        self, *, full: bool, structure: bool, windows: set[str], layouts: bool = False
+    ) -> None:
         client = self.client
         if client is None:
             raise TmuxUnavailable("not attached")
@@ -478,7 +568,12 @@ class ServerObserver:
                 rs, rw = await client.run(LIST_SESSIONS, LIST_WINDOWS)
                 _check(rs, rw)
                 windows |= self._apply_structure(rs, rw)
-            windows = {w for w in windows if w in self.windows} if structure else windows
+            elif layouts:
+                (rw,) = await client.run(LIST_WINDOWS)
+                _check(rw)
+                windows |= self._apply_structure(None, rw)
+            if structure or layouts:
+                windows = {w for w in windows if w in self.windows}
             if windows:
                 order = sorted(windows, key=id_number)
                 replies = await client.run(
@@ -488,12 +583,13 @@ class ServerObserver:
                     self._apply_window(wid, reply)
         self.hub.update(self.state())
 
-    def _apply_structure(self, rs: Reply, rw: Reply) -> set[str]:
-        """Take sessions and winlinks; return the windows whose panes must be re-read."""
-        self.sessions = {s.id: s for s in map(parse_session_row, rs.lines)}
+    def _apply_structure(self, rs: Reply | None, rw: Reply) -> set[str]:
+        """Take sessions (when read) and winlinks; return the windows to re-read."""
+        if rs is not None:
+            self.sessions = {s.id: s for s in map(parse_session_row, rs.lines)}
         links: list[Winlink] = []
         windows: dict[str, Window] = {}
-        for row in rw.lines:
+        for row in join_rows(rw.lines, "W"):
             link, window = parse_window_row(row)
             links.append(link)
             windows[window.id] = window
