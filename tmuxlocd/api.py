@@ -439,9 +439,12 @@ def _etag_matches(header: str, etag: str) -> bool:
 
 
 def _answer(
-    request: web.Request, body: bytes, content_type: str = "application/json"
+    request: web.Request,
+    body: bytes,
+    content_type: str = "application/json",
+    etag_of: bytes | None = None,
 ) -> web.Response:
-    etag = _etag(body)
+    etag = _etag(body if etag_of is None else etag_of)
     inm = request.headers.get("If-None-Match")
     headers = {"ETag": etag, "Vary": "Accept"}
     if inm is not None and _etag_matches(inm, etag):
@@ -471,6 +474,21 @@ def _text_options(request: web.Request) -> tuple[int | None, bool]:
     return _int(request, "turn", None, 0, 10**9), _flag(request, "neighbors")
 
 
+def _text_answer(
+    request: web.Request, loc: Location, turn: int | None, with_neighbors: bool
+) -> web.Response:
+    """The text form.  Its ETag is that of the text without the turn label: a harness asks
+    each turn with ``turn=N`` and ``If-None-Match`` and must get 304 while the location is
+    unchanged (the per-turn pattern), which an ETag over the label could never give."""
+    body = text_form(loc, turn=turn, with_neighbors=with_neighbors).encode("utf-8")
+    unlabelled = (
+        body
+        if turn is None
+        else text_form(loc, with_neighbors=with_neighbors).encode("utf-8")
+    )
+    return _answer(request, body, "text/plain", etag_of=unlabelled)
+
+
 # ----------------------------------------------------------------------------------------------
 # Handlers.
 
@@ -485,8 +503,7 @@ async def get_self(request: web.Request) -> web.StreamResponse:
         return _json(request, answer)
     if answer.location is None:
         return web.Response(status=204)
-    body = text_form(answer.location, turn=turn, with_neighbors=with_neighbors)
-    return _answer(request, body.encode("utf-8"), "text/plain")
+    return _text_answer(request, answer.location, turn, with_neighbors)
 
 
 async def get_pane(request: web.Request) -> web.StreamResponse:
@@ -497,8 +514,7 @@ async def get_pane(request: web.Request) -> web.StreamResponse:
     loc = q.pane(request.match_info["pane"])
     if not text:
         return _json(request, loc)
-    body = text_form(loc, turn=turn, with_neighbors=with_neighbors)
-    return _answer(request, body.encode("utf-8"), "text/plain")
+    return _text_answer(request, loc, turn, with_neighbors)
 
 
 class PaneSummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -375,6 +375,22 @@ async def test_etag_and_304(api: Api, hub: Hub, url: str) -> None:
         assert status == 200 and resp.headers["ETag"] != etag
 
 
+async def test_per_turn_etag_ignores_the_turn_label(api: Api, hub: Hub) -> None:
+    """The per-turn pattern: GET ...?format=text&turn=N with the last ETag is 304 while the
+    location is unchanged, whatever N is, and 200 (labelled with N) once it changed."""
+    hub.update(rich_state())
+    url = "/v1/panes/3?format=text&neighbors=1"
+    status, body, resp = await api.get(url + "&turn=1")
+    assert status == 200 and body.startswith(b"tmux location (turn 1):\n")
+    etag = resp.headers["ETag"]
+    status, body, _ = await api.get(url + "&turn=2", headers={"If-None-Match": etag})
+    assert (status, body) == (304, b"")
+    hub.update(rich_state(name="renamed"))
+    status, body, resp = await api.get(url + "&turn=3", headers={"If-None-Match": etag})
+    assert status == 200 and body.startswith(b"tmux location (turn 3):\n")
+    assert resp.headers["ETag"] != etag
+
+
 # ------------------------------------------------------------------------------ sync, notify
 
 
