@@ -139,7 +139,7 @@ class Hub:
     def parse_event_id(self, value: str) -> int | None:
         """The seq of an id of this instance still in the ring, else None (-> reset)."""
         instance, sep, number = value.rpartition(":")
-        if not sep or instance != self.instance or not number.isdigit():
+        if not sep or instance != self.instance or not (number.isascii() and number.isdigit()):
             return None
         seq = int(number)
         if seq > self.seq:
