@@ -95,6 +95,11 @@ def build_rows(res: Results) -> list[Row]:
                         f"{median(mine):,.0f}/s", "", f"floor app {median(floor):,.0f}/s",
                         fmt_ratio(r), f"≥ {least}× floor" if least else "",
                         None if least is None else r >= least))
+            cpu, fcpu = series(f"B2 cpu {conns} self", p), series(f"B2 cpu {conns} floor", p)
+            if cpu and fcpu:
+                add(Row("B2", f"server CPU per /v1/self request, {conns} client(s)", str(p),
+                        fmt_ms(median(cpu)), "", f"floor app {fmt_ms(median(fcpu))}",
+                        fmt_ratio(median(cpu) / median(fcpu)), "", None))
 
         for where, alt_key, alt_name in (
             ("attached", "cm", "control client %layout-change"),
@@ -217,7 +222,7 @@ def series_table(res: Results) -> str:
     out = ["| series | panes | n | median | p99 | min |", "|---|---|---|---|---|---|"]
     for name in sorted(res.series):
         for panes, values in sorted(res.series[name].items()):
-            if name.startswith("B2"):
+            if name.startswith("B2") and not name.startswith("B2 cpu"):
                 out.append(
                     f"| {name} (requests/s) | {panes} | {len(values)} | {median(values):,.0f} | "
                     f" | {min(values):,.0f} |"
@@ -297,6 +302,15 @@ def render(res: Results) -> str:
         f"{f.get('cores')} cores; sizes {f.get('sizes')} panes"
         + ("; **quick run** (few iterations, not for the record)" if f.get("quick") else "")
         + ". Regenerate with `python -m bench`.",
+        "",
+        "Load average (1 min) of the machine before/after each size: "
+        + ", ".join(
+            f"{p} panes {v[0]:.1f}/{v[1]:.1f}"
+            for p in f.get("sizes", [])
+            if (v := f.get(f"load average (1 min) before, after@{p}")) is not None
+        )
+        + " (other work on this 2-core machine shifts absolute numbers; ratios are taken"
+        " between measurements interleaved in the same run).",
         "",
         summary(rows),
         "",

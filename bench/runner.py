@@ -236,8 +236,9 @@ class ProbeLink:
 class Daemon:
     """``python -m tmuxlocd serve`` on one private server, as its own process."""
 
-    def __init__(self, farm: Farm) -> None:
+    def __init__(self, farm: Farm, extra_args: tuple[str, ...] = ()) -> None:
         self.farm = farm
+        self.extra_args = extra_args
         self.socket = str(farm.dir / "d" / "d.sock")
         self.log_path = farm.dir / "daemon.log"
         self.proc: asyncio.subprocess.Process | None = None
@@ -252,7 +253,7 @@ class Daemon:
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "tmuxlocd", "serve", "-S", self.farm.socket,
-                "--listen", f"unix:{self.socket}",
+                "--listen", f"unix:{self.socket}", *self.extra_args,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog,
                 env=clean_env(), cwd=str(REPO),
             )
@@ -297,6 +298,11 @@ class Daemon:
 
 class Floor:
     """``bench.floor_app``: the minimal aiohttp app with a body of the daemon's size."""
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
 
     def __init__(self, directory: Path, size: int) -> None:
         self.socket = str(directory / "floor.sock")
@@ -682,18 +688,23 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         for name, values in alts["samples"].items():
             res.add(f"B1 {name}", panes, values)
 
-        # B2: throughput, 1 and 8 connections.
+        # B2: throughput, 1 and 8 connections, and the server's CPU per request (less
+        # sensitive than the rate to whatever else the machine is doing).
         log(f"{panes} panes: B2 throughput")
+        servers = {"self": (daemon.socket, daemon.pid), "floor": (floor.socket, floor.pid)}
         for conns in (1, 8):
-            tput = await probe.job(
-                "throughput", conns=conns, duration=plan.tput_s, rounds=plan.tput_rounds,
-                targets=[
-                    {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
-                    {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-                ],
-            )
-            for name, values in tput["rates"].items():
-                res.add(f"B2 {conns} {name}", panes, values)
+            for rnd in range(plan.tput_rounds):
+                order = ["self", "floor"] if rnd % 2 == 0 else ["floor", "self"]
+                for name in order:
+                    sock, pid = servers[name]
+                    c0 = procstat.cpu_seconds(pid)
+                    tput = await probe.job(
+                        "throughput", conns=conns, duration=plan.tput_s, socket=sock,
+                        path="/v1/self",
+                    )
+                    cpu = procstat.cpu_seconds(pid) - c0
+                    res.add(f"B2 {conns} {name}", panes, [tput["count"] / tput["elapsed"]])
+                    res.add(f"B2 cpu {conns} {name}", panes, [cpu / tput["count"]])
 
         # B3: change propagation, 1 subscriber then many.
         cm_tap, hook_tap = Tap(), Tap()
@@ -782,4 +793,7 @@ async def run(plan: Plan, res: Results) -> None:
         raise RuntimeError("no tmux on PATH")
     heaviest = max(plan.sizes)
     for panes in plan.sizes:
+        # Other work on the machine moves every number; the load says how much there was.
+        load0 = os.getloadavg()[0]
         await run_size(panes, plan, res, heavy=panes == heaviest, tmux=tmux)
+        res.facts[f"load average (1 min) before, after@{panes}"] = (load0, os.getloadavg()[0])
