@@ -114,6 +114,10 @@ class ControlClient:
             fut = self._pending.popleft()
             if not fut.done():
                 fut.set_exception(TmuxUnavailable("control client ended"))
+                # Marked as seen: a caller of run() takes the first failure of its batch from
+                # gather and never looks at the rest, which asyncio would otherwise log as
+                # "Future exception was never retrieved".
+                fut.exception()
         self.closed.set()
 
     async def run(self, *commands: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> list[Reply]:
