@@ -334,11 +334,15 @@ class ServerObserver:
         # second, wider re-read.  #{session_id} is the session the hook's window was found in.
         guard = f"#{{!=:#{{session_id}},{self.attached_session}}}"
         if self._uses_message_hooks():
-            # 3.4+: the message names the window, so only that window is re-read.
-            action = f"display-message -c '{self.client_name}' 'tmuxlocd {hook} #{{window_id}}'"
-        else:
-            action = f"wait-for -S {self.channel}"
-        return f"if-shell -F '{guard}' \"{action}\""
+            # 3.4+: the message names the window, so only that window is re-read.  The guard
+            # goes inside the message, not around it in if-shell: a command that if-shell
+            # inserts inherits its client, and when that is our control client its %begin/%end
+            # 0 guard is written to us with the %message inside it, as block content, unseen.
+            # A hook's own command has no client yet when its guard is written.  For windows
+            # of the attached session the message is empty and ignored.
+            text = f"#{{?{guard},tmuxlocd {hook} #{{window_id}},}}"
+            return f"display-message -c '{self.client_name}' '{text}'"
+        return f"if-shell -F '{guard}' \"wait-for -S {self.channel}\""
 
     async def _install_hooks(self, client: ControlClient) -> None:
         replies = await client.run(
