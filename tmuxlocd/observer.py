@@ -55,6 +55,7 @@ from tmuxlocd.model import (
     parse_window_row,
     sort_winlinks,
 )
+from tmuxlocd.names import output_escapes_dollars, undo_output_dollars
 from tmuxlocd.protocol import (
     ClientSessionChanged,
     Event,
@@ -590,10 +591,10 @@ class ServerObserver:
     def _apply_structure(self, rs: Reply | None, rw: Reply) -> set[str]:
         """Take sessions (when read) and winlinks; return the windows to re-read."""
         if rs is not None:
-            self.sessions = {s.id: s for s in map(parse_session_row, rs.lines)}
+            self.sessions = {s.id: s for s in map(parse_session_row, self._rows(rs.lines))}
         links: list[Winlink] = []
         windows: dict[str, Window] = {}
-        for row in join_rows(rw.lines, "W"):
+        for row in join_rows(self._rows(rw.lines), "W"):
             link, window = parse_window_row(row)
             links.append(link)
             windows[window.id] = window
@@ -611,6 +612,13 @@ class ServerObserver:
         self.windows = windows
         return stale
 
+    def _rows(self, lines: tuple[str, ...]) -> Iterable[str]:
+        # Rows that carry names.  tmux 3.4 puts a backslash before `$` in all command output,
+        # which unvis would take for part of the name (names.undo_output_dollars).
+        if output_escapes_dollars(self.version):
+            return [undo_output_dollars(line) for line in lines]
+        return lines
+
     def _apply_window(self, wid: str, reply: Reply) -> None:
         if not reply.ok:
             # The window went away between the notification and the query: the structure
@@ -619,7 +627,7 @@ class ServerObserver:
             self.windows.pop(wid, None)
             self.mark(structure=True)
             return
-        window, panes = parse_window_query(reply.lines)
+        window, panes = parse_window_query(self._rows(reply.lines))
         self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
         for pane in panes:
             self.panes[pane.id] = pane

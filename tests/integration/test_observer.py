@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -18,7 +19,7 @@ from tmuxlocd.config import Config
 from tmuxlocd.events import Event, apply, event_type, pane_key
 from tmuxlocd.hub import Hub, Subscriber
 from tmuxlocd.location import Location
-from tmuxlocd.names import unvis
+from tmuxlocd.names import output_escapes_dollars, undo_output_dollars, unvis
 from tmuxlocd.observer import HOOK_INDEX, Watcher
 
 pytestmark = [
@@ -26,21 +27,32 @@ pytestmark = [
     pytest.mark.skipif(TMUX is None, reason="needs tmux"),
 ]
 
+# tmux 3.4 writes a backslash before `$` in all command output, the CLI's included.
+DOLLARS = TMUX is not None and output_escapes_dollars(
+    subprocess.run([TMUX, "-V"], capture_output=True, text=True, check=False).stdout
+)
+
+
+def names_of(out: str) -> str:
+    return undo_output_dollars(out) if DOLLARS else out
+
 
 def truth(srv: TmuxServer) -> dict[str, tuple[object, ...]]:
     """What tmux itself says, shaped like the fields of a Location we check."""
     sessions = dict(
         line.split("\t", 1)
-        for line in srv.run("list-sessions", "-F", "#{session_id}\t#{session_name}").splitlines()
+        for line in names_of(
+            srv.run("list-sessions", "-F", "#{session_id}\t#{session_name}")
+        ).splitlines()
     )
     home: dict[str, tuple[int, str, int, bool]] = {}
     links: dict[str, list[tuple[int, str, int]]] = {}
     names: dict[str, str] = {}
-    for line in srv.run(
+    for line in names_of(srv.run(
         "list-windows", "-a", "-F",
         "#{session_id}\t#{window_id}\t#{window_index}\t#{window_active}\t#{window_zoomed_flag}"
         "\t#{window_layout}\t#{window_name}",
-    ).splitlines():
+    )).splitlines():
         sid, wid, index, active, _zoomed, _layout, name = line.split("\t")
         key = (int(sid[1:]), sid, int(index), active == "1")
         if wid not in home or key < home[wid]:

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd.names import unvis
+from tmuxlocd.names import output_escapes_dollars, undo_output_dollars, unvis
 from tmuxlocd.protocol import ControlParser, Reply, SessionRenamed, WindowRenamed
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "data" / "transcripts"
@@ -37,7 +37,7 @@ _CSTYLE = {
 def tmux_vis(raw: bytes, *, dollar_rule: bool = True, escape_utf8: bool = False) -> str:
     """A model of tmux's utf8_strvis(VIS_OCTAL | VIS_CSTYLE | VIS_TAB | VIS_NL).
 
-    ``dollar_rule``: 3.3a writes ``\\$`` before a letter, ``_`` or ``{``.  ``escape_utf8``
+    ``dollar_rule``: 3.3a and 3.4 write ``\\$`` before a letter, ``_`` or ``{``.  ``escape_utf8``
     escapes every non-ASCII byte, as tmux does for bytes that are not valid UTF-8 (and for
     characters its wcwidth() rejects).  Names hold no NUL, so the model has no ``\\0``.
     """
@@ -122,6 +122,36 @@ def test_unvis_inverts_tmux_vis(name: str, dollar_rule: bool, escape_utf8: bool)
     assert unvis(stored) == name
 
 
+@pytest.mark.parametrize(
+    ("version", "adds"),
+    [("tmux 3.4", True), ("3.4", True), ("tmux 3.3a", False), ("3.5a", False), ("3.5", False),
+     ("tmux 3.2", False), ("next-3.6", False), ("", False)],
+)
+def test_output_escapes_dollars(version: str, adds: bool) -> None:
+    assert output_escapes_dollars(version) is adds
+
+
+@pytest.mark.parametrize(
+    ("printed", "line"),
+    [
+        ("\\\\$HOME \\\\${x} \\\\$_y $1 $", "\\$HOME \\${x} \\$_y $1 $"),
+        ("a\\\\\\\\$b", "a\\\\\\$b"),  # a name `a\$b`: stored `a\\\$b`
+        ("W\t$3\t@4\t0\tx\\\\$y", "W\t$3\t@4\t0\tx\\$y"),  # ids keep their `$`
+        ("no dollar \\\\ here", "no dollar \\\\ here"),
+        ("$", "$"),
+        ("\\\\$1", "\\\\$1"),  # not a `$` the rule escapes
+    ],
+)
+def test_undo_output_dollars(printed: str, line: str) -> None:
+    assert undo_output_dollars(printed) == line
+
+
+@given(st.text(_NAME_CHARS, max_size=60), st.booleans())
+def test_names_printed_by_tmux_3_4_decode(name: str, escape_utf8: bool) -> None:
+    stored = tmux_vis(name.encode(), dollar_rule=True, escape_utf8=escape_utf8)
+    assert decoded(as_printed(stored, "3.4"), "3.4") == name
+
+
 @given(st.binary(max_size=60).map(lambda b: b.replace(b"\0", b"")))
 def test_unvis_of_any_bytes_is_their_utf8_with_replacement(raw: bytes) -> None:
     assert unvis(tmux_vis(raw)) == raw.decode("utf-8", "replace")
@@ -181,22 +211,36 @@ HOSTILE_NAMES = [
 ]
 
 
+def as_printed(stored: str, version: str) -> str:
+    """A stored name as a command prints it.  3.4 passes output through vis() again, which
+    leaves backslashes alone but writes ``\\$`` before a letter, ``_`` or ``{`` once more."""
+    if output_escapes_dollars(version):
+        return re.sub(r"\$(?=[A-Za-z_{])", r"\\$", stored)
+    return stored
+
+
+def decoded(printed: str, version: str) -> str:
+    """What the daemon makes of a printed name."""
+    return unvis(undo_output_dollars(printed) if output_escapes_dollars(version) else printed)
+
+
 @pytest.fixture(scope="module")
-def tmux_server() -> Iterator[tuple[str, str, bool]]:
-    """(tmux binary, private server name, whether it is 3.3a or older with the $ rule)."""
+def tmux_server() -> Iterator[tuple[str, str, bool, str]]:
+    """(tmux binary, private server name, whether it stores names with the $ rule (3.4 and
+    older), its version)."""
     tmux = shutil.which("tmux")
     if tmux is None:
         pytest.skip("no tmux binary")
     version = subprocess.run([tmux, "-V"], capture_output=True, text=True, check=True).stdout
     match = re.search(r"(\d+)\.(\d+)", version)
-    dollar_rule = match is not None and (int(match[1]), int(match[2])) < (3, 4)
+    dollar_rule = match is not None and (int(match[1]), int(match[2])) < (3, 5)
     server = f"tmuxlocd-names-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     socket_path = b""
     try:
         socket_path = run_tmux(
             tmux, server, "new-session", "-d", "-s", "A", "-P", "-F", "#{socket_path}", "cat"
         ).strip()
-        yield tmux, server, dollar_rule
+        yield tmux, server, dollar_rule, version
     finally:
         subprocess.run([tmux, "-L", server, "kill-server"], capture_output=True, check=False)
         # tmux leaves its socket file behind; a stale one would look like a server that is down.
@@ -216,24 +260,24 @@ def run_tmux(tmux: str, server: str, *args: str) -> bytes:
 
 @pytest.mark.integration
 @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=lambda s: repr(s)[:30])
-def test_window_name_round_trip(tmux_server: tuple[str, str, bool], name: str) -> None:
-    tmux, server, dollar_rule = tmux_server
+def test_window_name_round_trip(tmux_server: tuple[str, str, bool, str], name: str) -> None:
+    tmux, server, dollar_rule, version = tmux_server
     run_tmux(tmux, server, "rename-window", "-t", "A:0", name)
     stored = run_tmux(tmux, server, "display-message", "-p", "-t", "A:0", "#{window_name}")
     assert stored.endswith(b"\n")
     text = stored[:-1].decode("utf-8")
     raw = os.fsencode(name)
-    assert text == tmux_vis(raw, dollar_rule=dollar_rule)
-    assert unvis(text) == raw.decode("utf-8", "replace")
+    assert text == as_printed(tmux_vis(raw, dollar_rule=dollar_rule), version)
+    assert decoded(text, version) == raw.decode("utf-8", "replace")
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("name", [*HOSTILE_NAMES[:6], "s.with:colon and $x"])
-def test_session_name_round_trip(tmux_server: tuple[str, str, bool], name: str) -> None:
-    tmux, server, dollar_rule = tmux_server
+def test_session_name_round_trip(tmux_server: tuple[str, str, bool, str], name: str) -> None:
+    tmux, server, dollar_rule, version = tmux_server
     run_tmux(tmux, server, "rename-session", "-t", "$0", name)
     stored = run_tmux(tmux, server, "display-message", "-p", "-t", "$0", "#{session_name}")
     text = stored[:-1].decode("utf-8")
     expected = name.replace(".", "_").replace(":", "_")
-    assert text == tmux_vis(expected.encode(), dollar_rule=dollar_rule)
-    assert unvis(text) == expected
+    assert text == as_printed(tmux_vis(expected.encode(), dollar_rule=dollar_rule), version)
+    assert decoded(text, version) == expected
