@@ -374,12 +374,13 @@ class Daemon:
     """``python -m tmuxlocd serve -S ... --listen unix:...``, its log in a file."""
 
     def __init__(self, servers: Iterable[str], directory: str | None = None,
-                 extra: Iterable[str] = ()) -> None:
+                 extra: Iterable[str] = (), nofile: int | None = None) -> None:
         self.dir = directory or tempfile.mkdtemp(prefix="tld-", dir="/tmp")
         self.sock = os.path.join(self.dir, "d.sock")
         self.log_path = os.path.join(self.dir, "daemon.log")
         self.servers = list(servers)
         self.extra = list(extra)
+        self.nofile = nofile  # the daemon's soft RLIMIT_NOFILE (None: inherited)
         self.proc: asyncio.subprocess.Process | None = None
         self.session: aiohttp.ClientSession | None = None
         self.starts = 0
@@ -398,10 +399,20 @@ class Daemon:
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
         env.pop("TMUXLOCD_SOCKET", None)
         log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        nofile = self.nofile
+
+        def limit() -> None:
+            if nofile is not None:
+                import resource
+
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
+
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
                 env=env, cwd=str(REPO), start_new_session=True,
+                preexec_fn=limit if nofile is not None else None,
             )
         finally:
             os.close(log)
@@ -567,7 +578,9 @@ class Stream:
         self._resp = resp
         self.ended.clear()
         self.first_types = []
-        self.need_snapshot = True
+        # A resume within the instance goes on from where it was; anything else must start
+        # with a snapshot (a resume across instances gets `reset` first, which asks for one).
+        self.need_snapshot = last_event_id is None
         self._task = asyncio.create_task(self._read(resp))
 
     async def reconnect(self) -> None:

@@ -1098,7 +1098,10 @@ class _Stream:
                 snap = self.snapshot()
                 self.last_seq = snap.seq
                 first.append(self.frame_snapshot(snap))
-            await response.prepare(request)
+            try:
+                await response.prepare(request)
+            except ConnectionError:
+                return response  # the client hung up before the stream began
             next_beat = loop.time() + self.settings.heartbeat
             try:
                 out = first

@@ -16,6 +16,7 @@ import errno
 import ipaddress
 import logging
 import os
+import resource
 import secrets
 import signal
 import socket
@@ -274,6 +275,25 @@ async def start_watcher(hub: Hub, config: Config) -> _Watcher:
     return watcher
 
 
+OPEN_FILES_WANTED = 8192
+
+
+def raise_open_files_limit(wanted: int = OPEN_FILES_WANTED) -> None:
+    """Raise the soft limit on open files towards the hard one.
+
+    1,000 streams (SPEC §6) plus the tmux clients and the listeners need more than the soft
+    limit of 1,024 that many systems give a process; at that limit accept() fails and every
+    new client waits in the backlog.
+    """
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError) as exc:
+        log.warning("could not raise the open files limit: %s", exc)
+
+
 async def serve(
     config: Config,
     *,
@@ -285,6 +305,7 @@ async def serve(
     0 after a clean stop; 1 when it cannot start (another daemon on the socket, an unsafe
     socket directory); 2 for a bad listen address (e.g. TCP off loopback).
     """
+    raise_open_files_limit()
     try:
         listeners = open_listeners(config)
     except Refused as exc:

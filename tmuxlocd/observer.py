@@ -144,7 +144,10 @@ class ServerObserver:
         self.version = ""
         self.pid: int | None = None
         self.client_name = ""
-        self.channel = f"tmuxlocd-{os.getuid()}-{os.getpid()}"
+        # One channel per user, not per daemon: a daemon that was killed leaves its waiter
+        # blocked in the server, and a restarted daemon's hooks, signalling the same channel,
+        # then wake it and it exits instead of waiting forever.
+        self.channel = f"tmuxlocd-{os.getuid()}"
         self.synced = asyncio.Event()  # set after each first sync of an attachment
         self._hooks_installed = False
         self._stopping = asyncio.Event()
@@ -286,6 +289,9 @@ class ServerObserver:
             self.hub.set_observer(self.socket_path, "attached")
             if self.use_hooks:
                 if not self._uses_message_hooks():
+                    # Wakes a waiter left blocked by a daemon that was killed (same channel),
+                    # so that it exits; ours then sees one spurious wake-up, a cheap re-read.
+                    await client.run(("wait-for", "-S", self.channel))
                     waiter_task = asyncio.create_task(self._waiter())
                 await self._install_hooks(client)
             await client.run(("refresh-client", "-B", f"{DIGEST_NAME}::{DIGEST_FORMAT}"))

@@ -1,0 +1,525 @@
+"""Fault injection against a daemon running as ``python -m tmuxlocd serve``.
+
+Each test breaks something (the tmux server killed mid-burst or stopped, the daemon's own
+control client or hook waiter killed, the daemon killed and restarted under its subscribers,
+subscribers that never read, a client that opens thousands of connections) and then checks
+that the daemon is alive, its memory bounded, and its model (``/v1/tree`` and a subscriber's
+replayed stream) equal to what tmux itself says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import signal
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.soak import (
+    TMUX,
+    Daemon,
+    Server,
+    Stream,
+    Truth,
+    api_tree,
+    check_against_tmux,
+    open_fds,
+    read_truth,
+    tmux,
+    tmux_ok,
+    wait_until,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(TMUX is None, reason="needs tmux"),
+    pytest.mark.timeout(120),
+]
+
+RSS_GROWTH_KIB = 40 * 1024  # what a fault may add to the daemon's memory, at most
+
+
+@dataclass
+class Rig:
+    server: Server
+    daemon: Daemon
+    stream: Stream
+    rss0: int
+
+    @property
+    def sock(self) -> str:
+        return self.server.socket_path
+
+    async def check(self, stream: Stream | None = None, **kw: bool) -> Truth | None:
+        return await check_against_tmux(
+            self.daemon, stream or self.stream, self.sock, **kw
+        )
+
+    async def healthy(self) -> None:
+        """After a fault: alive, model right (stream and tree), memory bounded."""
+        assert self.daemon.alive(), "the daemon died:\n" + self.daemon.log_tail()
+        await self.check(panes_listing=True, neighbors=True)
+        rss = self.daemon.rss_kib()
+        assert rss < self.rss0 + RSS_GROWTH_KIB, f"daemon RSS {rss} KiB (started at {self.rss0})"
+
+    async def control_clients(self) -> list[tuple[int, str]]:
+        rc, out, _ = await tmux(
+            self.sock, "list-clients", "-F", "#{client_control_mode} #{client_pid} #{client_name}"
+        )
+        rows = [line.split(" ") for line in out.splitlines()] if rc == 0 else []
+        return [(int(pid), name) for flag, pid, name in rows if flag == "1"]
+
+    def waiters(self) -> list[int]:
+        """Processes of ``tmux ... wait-for`` on this server (the daemon's hook waiter)."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"wait-for" in argv and self.sock.encode() in argv:
+                found.append(int(entry))
+        return found
+
+    def health_of(self, health: dict[str, object]) -> dict[str, object]:
+        servers = health["servers"]
+        assert isinstance(servers, list)
+        return next(s for s in servers if s["socket_path"] == self.sock)
+
+
+async def start_server() -> Server:
+    server = Server()
+    await server.start("A")
+    sock = server.socket_path
+    await tmux_ok(sock, "new-session", "-d", "-s", "B", "-x", "120", "-y", "40",
+                  ";", "split-window", "-d", "-t", "A:0",
+                  ";", "split-window", "-d", "-h", "-t", "B:0",
+                  ";", "new-window", "-d", "-t", "B:")
+    return server
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[Rig]:
+    server = await start_server()
+    daemon = Daemon([server.socket_path])
+    stream = Stream(daemon)
+    try:
+        await daemon.start()
+        await stream.open()
+        r = Rig(server, daemon, stream, daemon.rss_kib())
+        await r.check()
+        yield r
+        errors = [e for e in daemon.log_errors() if "Too many open files" not in e]
+        assert not errors, "the daemon logged errors:\n" + "\n".join(errors[:5])
+    finally:
+        await stream.close()
+        await daemon.stop()
+        server.kill()
+        daemon.cleanup()
+
+
+BURST = [
+    ("split-window", "-d", "-t", "A:0"),
+    ("select-layout", "-t", "A:0", "tiled"),
+    ("split-window", "-d", "-h", "-t", "B:0"),
+    ("rename-window", "-t", "A:0", "burst"),
+    ("kill-pane", "-t", "A:0.1"),
+    ("new-window", "-d", "-t", "B:"),
+    ("swap-window", "-s", "B:0", "-t", "B:1"),
+    ("resize-pane", "-Z", "-t", "B:0.0"),
+    ("kill-pane", "-t", "B:0.1"),
+]
+
+
+async def burst(sock: str, count: int, started: asyncio.Event | None = None) -> int:
+    """Run operations back to back until ``count`` or until the server is gone."""
+    done = 0
+    for i in range(count):
+        rc, _, err = await tmux(sock, *BURST[i % len(BURST)])
+        done += 1
+        if started is not None and done == 10:
+            started.set()
+        if rc != 0 and ("no server" in err or "server exited" in err or "error connecting" in err):
+            break
+    if started is not None:
+        started.set()
+    return done
+
+
+async def test_tmux_server_sigkill_mid_burst(rig: Rig) -> None:
+    truth = await read_truth(rig.sock)
+    assert truth is not None and truth.pid is not None
+    started = asyncio.Event()
+    task = asyncio.create_task(burst(rig.sock, 400, started))
+    await started.wait()
+    os.kill(truth.pid, signal.SIGKILL)
+    ran = await task
+    assert ran < 400, "the burst did not notice the server die"
+    await wait_until(lambda: rig.sock in rig.stream.down, 10, "server.down on the stream")
+    running, _, sessions = api_tree(await rig.daemon.tree(), rig.sock)
+    assert not running and sessions == {}
+    assert rig.stream.locations(rig.sock) == {}, "panes left in the stream after server.down"
+    entry = rig.health_of(await rig.daemon.health())
+    assert entry["running"] is False and entry["panes"] == 0 and entry["observer"] == "down"
+    # The daemon never starts a server: still down a moment later.
+    assert await read_truth(rig.sock) is None
+    # Up again: attached and right, with server.up on the stream.
+    await rig.server.start("A")
+    await tmux_ok(rig.sock, "new-session", "-d", "-s", "B2")
+    await wait_until(lambda: rig.sock not in rig.stream.down, 10, "server.up on the stream")
+    await rig.healthy()
+    entry = rig.health_of(await rig.daemon.health())
+    assert entry["observer"] == "attached"
+
+
+async def test_observer_control_client_sigkill(rig: Rig) -> None:
+    (pid, _), = await rig.control_clients()
+    task = asyncio.create_task(burst(rig.sock, 30))
+    os.kill(pid, signal.SIGKILL)
+    await task
+
+    async def replaced() -> bool:
+        clients = await rig.control_clients()
+        return len(clients) == 1 and clients[0][0] != pid
+
+    await wait_until(replaced, 10, "a new control client (and only one)")
+    await rig.healthy()
+    assert rig.sock not in rig.stream.down and rig.stream.types["server.down"] == 0
+
+
+async def test_hook_waiter_sigkill(rig: Rig) -> None:
+    """tmux 3.3 hooks wake a separate ``wait-for`` client; killed, it is started again."""
+    waiters = rig.waiters()
+    if not waiters:
+        pytest.skip("this tmux delivers hooks as messages, no waiter process")
+    for pid in waiters:
+        os.kill(pid, signal.SIGKILL)
+
+    def replaced() -> bool:
+        now = rig.waiters()
+        return len(now) == 1 and now[0] not in waiters
+
+    await wait_until(replaced, 10, "a new hook waiter (and only one)")
+    await burst(rig.sock, 20)
+    await rig.healthy()
+
+
+async def test_tmux_server_stopped_then_continued(rig: Rig) -> None:
+    truth = await read_truth(rig.sock)
+    assert truth is not None and truth.pid is not None
+    await burst(rig.sock, 10)
+    os.kill(truth.pid, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    try:
+        # Changes queued while it is stopped: they happen when it continues.
+        queued = asyncio.create_task(burst(rig.sock, 6))
+        sync = asyncio.create_task(rig.daemon.sync())
+        # For the 5 s it is stopped, the daemon keeps answering everyone else at once.
+        slowest = 0.0
+        while time.monotonic() - stopped_at < 5.0:
+            t0 = time.monotonic()
+            health = await rig.daemon.health()
+            await rig.daemon.tree()
+            slowest = max(slowest, time.monotonic() - t0)
+            assert health["status"] == "ok"
+            await asyncio.sleep(0.2)  # the fault's duration, paced: nothing is awaited here
+        assert slowest < 1.0, f"the daemon took {slowest:.2f} s to answer while tmux was stopped"
+        assert not sync.done() or sync.exception() is None
+    finally:
+        os.kill(truth.pid, signal.SIGCONT)
+    await queued
+    async with asyncio.timeout(15):
+        await sync
+    await rig.healthy()
+    assert rig.stream.types["server.down"] == 0
+
+
+async def test_daemon_sigkill_and_restart_under_subscribers(rig: Rig) -> None:
+    # Three more subscribers: one resuming with Last-Event-ID, one with ?since=, one
+    # filtered to a session; all of them must end up right.
+    by_header = rig.stream
+    by_since = Stream(rig.daemon)
+    scoped = Stream(rig.daemon, {"session": "$0"})
+    await by_since.open()
+    await scoped.open()
+    await burst(rig.sock, 8)
+    await rig.check()
+    await by_since.wait_for(await rig.daemon.sync())
+    control_before = await rig.control_clients()
+    assert len(control_before) == 1 and len(rig.waiters()) <= 1
+
+    await rig.daemon.kill()
+    for s in (by_header, by_since, scoped):
+        await wait_until(s.ended.is_set, 5, "the stream to end with the daemon")
+    # The control client goes with the daemon (its stdin closes).
+    async def no_control_client() -> bool:
+        return await rig.control_clients() == []
+
+    await wait_until(no_control_client, 5, "the dead daemon's control client to go")
+    # Changes nobody is watching; renames only, which fire none of the hooks the dead daemon
+    # left behind (a hook would wake its orphaned waiter, hiding a leak).
+    await tmux_ok(rig.sock, "rename-window", "-t", "A:0", "while down", ";",
+                  "rename-session", "-t", "B", "B while down")
+
+    await rig.daemon.start()  # same socket path: the stale socket file is replaced
+    await wait_until(lambda: len(rig.waiters()) == 1, 5,
+                     f"one hook waiter, not the dead daemon's too: {rig.waiters()}")
+    last = by_header.last_id
+    assert last is not None
+    await by_header.open(last)
+    by_since.params["since"] = by_since.last_id or ""
+    await by_since.open()
+    await scoped.open(scoped.last_id)
+    await rig.healthy()
+    for s in (by_header, by_since, scoped):
+        await s.wait_for(await rig.daemon.sync())
+        assert s.first_types[:2] == ["reset", "snapshot"], s.first_types
+        assert not s.problems, s.problems
+    await rig.check(by_since)
+    truth = await read_truth(rig.sock)
+    assert truth is not None
+    want = {p for p, loc in truth.locations().items() if loc[0] == "$0"}
+    assert set(scoped.locations(rig.sock)) == want
+    await by_since.close()
+    await scoped.close()
+
+    # An exact resume within one instance replays the later events, with no snapshot.
+    await rig.stream.close()
+    last = rig.stream.last_id
+    await burst(rig.sock, 5)
+    await rig.daemon.sync()
+    await rig.stream.open(last)
+    await rig.check()
+    assert "snapshot" not in rig.stream.first_types and "reset" not in rig.stream.first_types
+
+
+async def connect_unix(path: str, timeout: float = 10.0) -> socket.socket:
+    """Connect, waiting while the daemon's backlog is full (a Unix socket then refuses with
+    EAGAIN instead of queueing; asyncio would hand back an unconnected socket)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.connect(path)
+            return sock
+        except BlockingIOError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the daemon accepted nothing for {timeout} s") from None
+            await asyncio.sleep(0.005)
+
+
+def raise_nofile(want: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            pytest.skip(f"needs {want} file descriptors, the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+async def raw_stream(path: str, query: str = "format=ndjson") -> tuple[
+    asyncio.StreamReader, asyncio.StreamWriter
+]:
+    reader, writer = await asyncio.open_unix_connection(path, limit=1 << 22)
+    writer.write(f"GET /v1/events?{query} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+    await writer.drain()
+    return reader, writer
+
+
+class LightReader:
+    """A subscriber that reads everything and only looks for one marker (cheap enough to run
+    140 of in the test process)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.tail = b""
+        self.bytes = 0
+        self.found = asyncio.Event()
+        self.marker = b""
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        while True:
+            chunk = await self.reader.read(1 << 20)
+            if not chunk:
+                return
+            self.bytes += len(chunk)
+            self.tail = self.tail[-4096:] + chunk
+            if self.marker and self.marker in self.tail:
+                self.found.set()
+
+    async def close(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        self.writer.close()
+
+
+def stuck_stream(path: str) -> socket.socket:
+    """A subscriber that never reads: a plain blocking socket nobody calls recv() on (an
+    asyncio stream would read into its own buffer behind our back)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(path)
+    sock.sendall(b"GET /v1/events?format=ndjson HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    sock.setblocking(False)
+    return sock
+
+
+async def read_until_lagged(sock: socket.socket, timeout: float) -> bytes:
+    """What a subscriber that stopped reading gets when it reads again: the events that were
+    already on their way, then `lagged` and a snapshot (or the end of the connection)."""
+    loop = asyncio.get_running_loop()
+    seen = b""
+    async with asyncio.timeout(timeout):
+        while True:
+            _, sep, rest = seen.partition(b'"type":"lagged"')
+            if sep and b'"type":"snapshot"' in rest:
+                return seen
+            chunk = await loop.sock_recv(sock, 1 << 20)
+            if not chunk:
+                return seen
+            seen += chunk
+
+
+async def test_subscribers_that_never_read(rig: Rig) -> None:
+    """150 subscribers read, 50 never do, while thousands of events are published."""
+    raise_nofile(4096)
+    sock = rig.sock
+    # A window of 40 panes: each rename is 40 pane.changed events.
+    await tmux_ok(sock, "new-session", "-d", "-s", "big", "-x", "250", "-y", "100")
+    for _ in range(13):
+        await tmux_ok(sock, *(a for _ in range(3) for a in (
+            "split-window", "-d", "-t", "big:0", ";", "select-layout", "-t", "big:0", "tiled",
+            ";")))
+    await rig.check()
+    stuck = [stuck_stream(rig.daemon.sock) for _ in range(50)]
+    stuck_since = time.monotonic()
+    checked = [Stream(rig.daemon) for _ in range(10)]
+    for r in checked:
+        await r.open()
+    light = [LightReader(*await raw_stream(rig.daemon.sock)) for _ in range(140)]
+    rss_start = peak = rig.daemon.rss_kib()
+    renames = 120  # 120 x 40 = 4,800 events: more than a subscriber's queue (4,096)
+    for i in range(renames):
+        name = "final-marker" if i == renames - 1 else f"n{i}"
+        if i == renames - 1:
+            for r in light:
+                r.marker = b'"name":"final-marker"'
+        await tmux_ok(sock, "rename-window", "-t", "big:0", name)
+        seq = await rig.daemon.sync()
+        if i % 20 == 0:
+            peak = max(peak, rig.daemon.rss_kib())
+    # The readers have everything promptly.
+    t0 = time.monotonic()
+    for r in checked:
+        await r.wait_for(seq, timeout=20)
+        assert not r.problems, r.problems
+    async with asyncio.timeout(20):
+        for lr in light:
+            await lr.found.wait()
+    catch_up = time.monotonic() - t0
+    peak = max(peak, rig.daemon.rss_kib())
+    assert catch_up < 5.0, f"readers took {catch_up:.1f} s to catch up"
+    assert peak < rss_start + 60 * 1024, f"daemon RSS grew from {rss_start} to {peak} KiB"
+    assert (await rig.daemon.health())["subscribers"] >= 201
+    # The stuck ones read again: the events already on their way, then `lagged` and a
+    # fresh snapshot.  (Within the daemon's write timeout: past it, they are dropped.)
+    assert time.monotonic() - stuck_since < 28, "too slow to test `lagged` before the timeout"
+    for sock_ in stuck[:25]:
+        seen = await read_until_lagged(sock_, 20)
+        assert b'"type":"lagged"' in seen, f"no lagged after {len(seen)} bytes"
+        assert len(seen) < 2 << 20, f"{len(seen)} bytes were on their way: not bounded"
+    await rig.check()
+    # The others stay stuck: past the daemon's write timeout (30 s) their connection is
+    # dropped, so a reader that never comes back costs nothing for ever.
+    for r in checked:
+        await r.close()
+    for lr in light:
+        await lr.close()
+
+    async def dropped() -> bool:
+        # Ours, and the 25 that read again; the 25 still stuck are gone.
+        return (await rig.daemon.health())["subscribers"] == 26
+
+    await wait_until(dropped, 50, "the stuck streams to be dropped")
+    loop = asyncio.get_running_loop()
+    for sock_ in stuck[25:]:
+        async with asyncio.timeout(5):
+            while await loop.sock_recv(sock_, 1 << 20):
+                pass
+    for sock_ in stuck:
+        sock_.close()
+    await wait_until(lambda: one_subscriber(rig), 10, "the streams to end")
+    await rig.healthy()
+
+
+async def one_subscriber(rig: Rig) -> bool:
+    """Only the rig's own stream is left."""
+    health = await rig.daemon.health()
+    return health["subscribers"] == 1
+
+
+async def test_two_thousand_connections(rig: Rig) -> None:
+    """One client opens 2,000 connections: 1,100 ask for streams (1,000 at most are served,
+    the rest get 503 too_many_streams), 900 just sit there.  Others are still answered.
+
+    The daemon runs with a soft limit of 1,024 open files, a common default: it must raise
+    it itself to hold its 1,000 streams."""
+    raise_nofile(6000)
+    await rig.daemon.stop()
+    rig.daemon.nofile = 1024
+    await rig.daemon.start()
+    await rig.stream.open()
+    await rig.check()
+    fds0 = open_fds(rig.daemon.pid)
+    opened: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    statuses: dict[int, int] = {}
+    try:
+        for i in range(2000):
+            # A blocking connect: with the daemon's backlog full it waits to be accepted
+            # (asyncio's non-blocking connect would give up on a Unix socket, unconnected).
+            reader, writer = await asyncio.open_unix_connection(
+                sock=await connect_unix(rig.daemon.sock)
+            )
+            opened.append((reader, writer))
+            if i < 1100:
+                writer.write(b"GET /v1/events?format=ndjson HTTP/1.1\r\nHost: x\r\n\r\n")
+        for reader, _ in opened[:1100]:
+            async with asyncio.timeout(20):
+                line = await reader.readline()
+            status = int(line.split(b" ")[1])
+            statuses[status] = statuses.get(status, 0) + 1
+            if status == 503:
+                head = await reader.readuntil(b"\r\n\r\n")
+                assert b"Retry-After" in head
+        # 1,000 streams in all: the rig's own and 999 of these.
+        assert statuses == {200: 999, 503: 101}, statuses
+        # Everyone else is still served, promptly.
+        t0 = time.monotonic()
+        health = await rig.daemon.health()
+        assert time.monotonic() - t0 < 2.0
+        assert health["subscribers"] == 1000
+        status, body = await rig.daemon.get("/v1/events", params={"format": "ndjson"})
+        assert status == 503 and body["error"]["code"] == "too_many_streams"
+        await burst(rig.sock, 6)
+        await rig.check()
+    finally:
+        for _, writer in opened:
+            writer.close()
+    await wait_until(lambda: one_subscriber(rig), 15, "the streams to end")
+
+    def fds_released() -> bool:
+        return open_fds(rig.daemon.pid) < fds0 + 20
+
+    await wait_until(fds_released, 15, "the daemon to close the connections")
+    await rig.healthy()
+
