@@ -349,7 +349,7 @@ async def test_sigterm_with_50_streams() -> None:
 
         await wait_until(answers, 20, what="the daemon to attach")
         await wait_until(
-            lambda: f"[{HOOK_INDEX}]" in rig.srv.run("show-hooks", "-g"), 10,
+            lambda: f"[{HOOK_INDEX}]" in rig.srv.run("show-hooks", "-gw"), 10,
             what="its hooks")
         connector = aiohttp.UnixConnector(path=rig.socket, limit=0)
         async with aiohttp.ClientSession(connector=connector) as session:
@@ -369,7 +369,7 @@ async def test_sigterm_with_50_streams() -> None:
         assert code == 0
         assert elapsed < 2.0, f"stopped in {elapsed:.2f} s"
         assert not socket_exists(rig.socket)
-        assert f"[{HOOK_INDEX}]" not in rig.srv.run("show-hooks", "-g")
+        assert f"[{HOOK_INDEX}]" not in rig.srv.run("show-hooks", "-gw")
         assert rig.srv.run("list-sessions", "-F", "#{session_name}").split() == ["main"]
     finally:
         if proc is not None and proc.returncode is None:
