@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from tmuxlocd import systemd
 from tmuxlocd.api import create_app
@@ -260,6 +261,22 @@ def write_token(directory: str) -> tuple[str, str]:
 # The lifecycle.
 
 
+class _QuietClientErrors(logging.Filter):
+    """aiohttp logs every request it cannot parse (garbage, a bad header, a line too long) as
+    an ERROR with a traceback: any local process could fill the log that way.  Those are the
+    client's fault: they go to debug level, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, HttpProcessingError):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        record.msg = f"{record.getMessage()}: {exc.code} {exc.message}".replace("\n", " ")
+        record.args = ()
+        record.exc_info = record.exc_text = None
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
 class _Watcher(Protocol):
     async def wait_synced(self, timeout: float) -> None: ...
 
@@ -342,6 +359,9 @@ async def _run(
             hooked.append(sig)
     hub = Hub()
     app = create_app(hub, tcp_token=token)
+    quiet = _QuietClientErrors()
+    server_log = logging.getLogger("aiohttp.server")
+    server_log.addFilter(quiet)
     runner = web.AppRunner(
         app,
         handle_signals=False,
@@ -389,6 +409,7 @@ async def _run(
                 os.unlink(token_path)
         for sig in hooked:
             loop.remove_signal_handler(sig)
+        server_log.removeFilter(quiet)
         log.debug("stopped", extra={"stop_s": round(time.monotonic() - started, 3)})
     return status
 

@@ -8,6 +8,7 @@ changed.  At 1,000 panes a split then costs one window's worth of work, not the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
@@ -250,10 +251,17 @@ def changed_fields(old: Location, new: Location) -> list[str]:
 _json = msgspec.json.Encoder()
 
 
+# msgspec escapes '"', '\' and the C0 controls only.  DEL and the C1 controls (U+0080-U+009F,
+# U+0085 among them) are control characters too, and U+2028/U+2029 end a line for many
+# readers (Python's str.splitlines, JavaScript): all are escaped, so that the text form is
+# three lines however it is split.
+_MORE_ESCAPES = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
 def _json_string(value: str) -> str:
-    # msgspec keeps non-ASCII as UTF-8 and escapes only '"', '\' and control characters,
-    # which is exactly the literal SPEC §4 asks for.
-    return _json.encode(value).decode("utf-8")
+    # Non-ASCII stays UTF-8 (SPEC §4); the escapes above keep it on one line.
+    text = _json.encode(value).decode("utf-8")
+    return _MORE_ESCAPES.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
 def _one_line(value: str) -> str:
