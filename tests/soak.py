@@ -551,6 +551,14 @@ class Stream:
     def __init__(self, daemon: Daemon, params: Mapping[str, str] | None = None) -> None:
         self.daemon = daemon
         self.params = {"format": "ndjson", **(params or {})}
+        # A session-scoped stream tells a pane leaving the session once, with its new
+        # Location, and then nothing more of it: a client drops it then, and so do we.
+        session = self.params.get("session")
+        self.keep: Callable[[Location], bool] | None = None
+        if session is not None:
+            self.keep = lambda loc: loc.session.id == session or any(
+                link.session_id == session for link in loc.links
+            )
         self.replica: dict[str, Location] = {}
         self.problems: list[str] = []
         self.types: collections.Counter[str] = collections.Counter()
@@ -559,6 +567,7 @@ class Stream:
         self.last_id: str | None = None
         self.need_snapshot = True
         self.down: set[str] = set()
+        self.entered = 0
         self.first_types: list[str] = []  # types since the last (re)connect
         self.ended = asyncio.Event()
         self.progress = asyncio.Event()
@@ -650,7 +659,9 @@ class Stream:
             loc = event.location
             key = pane_key(loc.server.socket_path, loc.pane.id)
             old = self.replica.get(key)
-            if old is None:
+            if old is None and self.keep is not None:
+                self.entered += 1  # a pane entering a scoped selection comes as a change
+            elif old is None:
                 self.problems.append(f"{event.id}: pane.changed for unknown {key}")
             elif old == loc:
                 self.problems.append(f"{event.id}: pane.changed with nothing changed ({key})")
@@ -659,6 +670,8 @@ class Stream:
                     f"{event.id}: changed {event.changed} but {changed_fields(old, loc)} differ"
                 )
             self.replica[key] = loc
+            if self.keep is not None and not self.keep(loc):
+                del self.replica[key]
         elif kind == "pane.removed":
             key = pane_key(event.server, event.pane)
             old = self.replica.pop(key, None)
@@ -730,8 +743,14 @@ async def wait_until(
 async def check_against_tmux(
     daemon: Daemon, stream: Stream | None, socket_path: str, *, barrier: bool = True,
     panes_listing: bool = False, neighbors: bool = False,
+    scoped: tuple[Stream, str] | None = None,
 ) -> Truth | None:
-    """One full comparison (raises AssertionError with the difference)."""
+    """One full comparison (raises AssertionError with the difference).
+
+    ``scoped`` is a stream opened with ``?session=<id>`` and that id: its replay, less the
+    panes that left the session (told once, with their new Location), must be exactly the
+    panes tmux has in that session (its own windows and those linked into it).
+    """
     seq = await daemon.sync() if barrier else None
     truth = await read_truth(socket_path)
     tree = await daemon.tree()
@@ -769,6 +788,26 @@ async def check_against_tmux(
             assert not problems, "neighbours differ from tmux geometry:\n" + "\n".join(
                 problems[:10]
             )
+    if scoped is not None and seq is not None:
+        sub, sid = scoped
+        want_in = {
+            k: v for k, v in (truth.locations() if truth else {}).items()
+            if v[0] == sid or any(link[0] == sid for link in v[16])
+        }
+
+        def replayed() -> dict[str, LocTuple]:
+            return {k: loc_tuple(v) for k, v in sub.locations(socket_path).items()}
+
+        # A filtered stream's ids skip what it was not sent, so the barrier's id cannot tell
+        # when it has everything: wait (with a deadline) for it to agree.
+        try:
+            await wait_until(lambda: replayed() == want_in, 5, "the session stream")
+        except AssertionError:
+            raise AssertionError(
+                f"the stream of session {sid}, replayed, differs from tmux:\n"
+                + describe_diff(want_in, replayed())
+            ) from None
+        assert not sub.problems, "scoped stream broke the rules:\n" + "\n".join(sub.problems)
     return truth
 
 
@@ -818,6 +857,7 @@ class Stats:
     panes_listings: int = 0
     neighbor_checks: int = 0
     server_restarts: int = 0
+    scoped_streams: int = 1  # session-scoped streams checked, one after another
     crashes: list[str] = field(default_factory=list)  # what ran just before tmux died
     max_panes: int = 0
     names_tried: int = 0
@@ -829,7 +869,7 @@ class Stats:
                 f"{self.barrier_checks}, quiet checks {self.quiet_checks}, /v1/panes checks "
                 f"{self.panes_listings}, neighbour checks {self.neighbor_checks}, hostile "
                 f"names {self.names_tried}, tmux crashes/hangs survived {self.server_restarts}, "
-                f"most panes {self.max_panes}"
+                f"most panes {self.max_panes}, session streams {self.scoped_streams}"
             ),
             "operations (ok/refused by tmux): " + ", ".join(
                 f"{k} {self.ops[k] - self.failed[k]}/{self.failed[k]}" for k in sorted(self.ops)
@@ -845,10 +885,12 @@ class Walk:
     HANG_S = 8.0  # a tmux command this slow means the server is stuck (a tmux bug)
     QUIET_SHARE = 0.1  # steps that wait for the daemon without the barrier
 
-    def __init__(self, server: Server, daemon: Daemon, stream: Stream, seed: int) -> None:
+    def __init__(self, server: Server, daemon: Daemon, stream: Stream, seed: int,
+                 scoped: tuple[Stream, str] | None = None) -> None:
         self.server = server
         self.daemon = daemon
         self.stream = stream
+        self.scoped = scoped  # a stream of one session, and that session's id
         self.seed = seed
         self.rng = random.Random(seed)
         self.stats = Stats()
@@ -1218,13 +1260,26 @@ class Walk:
         neighbors = self.stats.steps % 5 == 0
         self.truth = await check_against_tmux(
             self.daemon, self.stream, self.sock, panes_listing=listing, neighbors=neighbors,
+            scoped=self.scoped,
         )
         self.stats.barrier_checks += 1
+        await self.follow_a_session()
         self.stats.panes_listings += listing
         self.stats.neighbor_checks += neighbors
         if self.truth is not None:
             self.stats.max_panes = max(self.stats.max_panes, len(self.truth.panes))
             self.server.last_pid = self.truth.pid
+
+    async def follow_a_session(self) -> None:
+        """Once the followed session is gone, follow another (a new scoped stream)."""
+        if self.scoped is None or self.truth is None or self.scoped[1] in self.truth.sessions:
+            return
+        await self.scoped[0].close()
+        sid = self.rng.choice(sorted(self.truth.sessions))
+        stream = Stream(self.daemon, {"session": sid})
+        await stream.open()
+        self.scoped = (stream, sid)
+        self.stats.scoped_streams += 1
 
     async def wait_converged(self, timeout: float = 6.0) -> None:
         """Without the barrier: notifications, hooks and the digest must bring it all."""
@@ -1296,10 +1351,15 @@ async def start_walk(seed: int) -> tuple[Server, Daemon, Stream, Walk]:
     await daemon.start()
     stream = Stream(daemon)
     await stream.open()
-    return server, daemon, stream, Walk(server, daemon, stream, seed)
+    scoped = Stream(daemon, {"session": "$1"})
+    await scoped.open()
+    return server, daemon, stream, Walk(server, daemon, stream, seed, (scoped, "$1"))
 
 
-async def stop_walk(server: Server, daemon: Daemon, stream: Stream) -> None:
+async def stop_walk(server: Server, daemon: Daemon, stream: Stream,
+                    walk: Walk | None = None) -> None:
+    if walk is not None and walk.scoped is not None:
+        await walk.scoped[0].close()
     await stream.close()
     await daemon.stop()
     server.kill()
@@ -1344,7 +1404,7 @@ async def soak(steps: int, seed: int, minutes: float | None) -> int:
           f"daemon log errors {len(errors)}")
     for line in errors[:10]:
         print("  " + line)
-    await stop_walk(server, daemon, stream)
+    await stop_walk(server, daemon, stream, walk)
     return 1 if status or errors or not alive else 0
 
 

@@ -42,8 +42,9 @@ async def test_random_walk_matches_tmux(capsys: pytest.CaptureFixture[str]) -> N
         errors = daemon.log_errors()
         assert not errors, "the daemon logged errors:\n" + "\n".join(errors[:5])
         assert not stream.problems
+        assert walk.scoped is not None and not walk.scoped[0].problems
         with capsys.disabled():
             print(walk.stats.summary())
         assert walk.stats.steps >= min(STEPS, 150), "too few steps ran in the time budget"
     finally:
-        await stop_walk(server, daemon, stream)
+        await stop_walk(server, daemon, stream, walk)
