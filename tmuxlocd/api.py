@@ -29,6 +29,22 @@ import msgspec
 from aiohttp import web
 
 from tmuxlocd import __version__
+from tmuxlocd.answers import (
+    DirectionNeighbors,
+    Health,
+    NeighborEntry,
+    PaneList,
+    PaneNeighbors,
+    PaneSummaryList,
+    SelfAnswer,
+    ServerHealth,
+    SyncAnswer,
+    Tree,
+    TreeServer,
+    TreeSession,
+    TreeWindow,
+    summary_of,
+)
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.events import (
     CHANGE_TYPES,
@@ -45,9 +61,9 @@ from tmuxlocd.events import (
     pane_key,
 )
 from tmuxlocd.hub import QUEUE_SIZE, Hub, Published, Subscriber, location_of
-from tmuxlocd.identity import SelfAnswer, identify, peer_credentials
+from tmuxlocd.identity import identify, peer_credentials
 from tmuxlocd.layout import DIRECTIONS, Direction, neighbors_of_layout
-from tmuxlocd.location import Location, Neighbors, PaneRef, changed_fields, text_form
+from tmuxlocd.location import Location, PaneRef, changed_fields, text_form
 from tmuxlocd.model import id_number
 from tmuxlocd.observer import resolve_server
 
@@ -517,41 +533,6 @@ async def get_pane(request: web.Request) -> web.StreamResponse:
     return _text_answer(request, loc, turn, with_neighbors)
 
 
-class PaneSummary(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    index: int
-    active: bool
-    left: int
-    top: int
-    width: int
-    height: int
-    window_id: str
-    session_id: str
-    neighbors: Neighbors
-
-
-class PanesAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    panes: Sequence[Location | PaneSummary]
-    total: int
-    truncated: bool
-
-
-def _summary(loc: Location) -> PaneSummary:
-    p = loc.pane
-    return PaneSummary(
-        id=p.id,
-        index=p.index,
-        active=p.active,
-        left=p.left,
-        top=p.top,
-        width=p.width,
-        height=p.height,
-        window_id=loc.window.id,
-        session_id=loc.session.id,
-        neighbors=loc.neighbors,
-    )
-
-
 class Selection(msgspec.Struct, frozen=True, kw_only=True):
     """Which panes a request selected: every given filter must match."""
 
@@ -618,32 +599,16 @@ async def get_panes(request: web.Request) -> web.StreamResponse:
     page = matched[offset : offset + limit]
     return _json(
         request,
-        PanesAnswer(
-            panes=[_summary(loc) for loc in page] if summary else page,
+        PaneSummaryList(
+            panes=tuple(summary_of(loc) for loc in page),
             total=len(matched),
             truncated=offset + len(page) < len(matched),
+        )
+        if summary
+        else PaneList(
+            panes=tuple(page), total=len(matched), truncated=offset + len(page) < len(matched)
         ),
     )
-
-
-class NeighborEntry(msgspec.Struct, frozen=True):
-    id: str
-    index: int
-    shared: int
-
-
-class NeighborsAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    pane: str
-    above: list[NeighborEntry]
-    below: list[NeighborEntry]
-    left: list[NeighborEntry]
-    right: list[NeighborEntry]
-
-
-class DirectionAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    pane: str
-    direction: str
-    panes: list[NeighborEntry]
 
 
 async def get_neighbors(request: web.Request) -> web.StreamResponse:
@@ -663,20 +628,22 @@ async def get_neighbors(request: web.Request) -> web.StreamResponse:
         table = {}
     panes = q.hub.server(loc.server.socket_path).locations
 
-    def entries(d: Direction) -> list[NeighborEntry]:
+    def entries(d: Direction) -> tuple[NeighborEntry, ...]:
         out = []
         for n in table.get(d, ()):
             other = panes.get(f"%{n.pane}")
             if other is not None:
-                out.append(NeighborEntry(other.pane.id, other.pane.index, n.shared))
-        return out
+                out.append(
+                    NeighborEntry(id=other.pane.id, index=other.pane.index, shared=n.shared)
+                )
+        return tuple(out)
 
     if direction is not None:
-        answer = DirectionAnswer(pane=loc.pane.id, direction=direction, panes=entries(direction))
+        answer = DirectionNeighbors(pane=loc.pane.id, direction=direction, panes=entries(direction))
         return _json(request, answer)
     return _json(
         request,
-        NeighborsAnswer(
+        PaneNeighbors(
             pane=loc.pane.id,
             above=entries("above"),
             below=entries("below"),
@@ -684,33 +651,6 @@ async def get_neighbors(request: web.Request) -> web.StreamResponse:
             right=entries("right"),
         ),
     )
-
-
-class TreeWindow(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    index: int
-    name: str
-    active: bool
-    zoomed: bool
-    layout: str
-    panes: list[PaneRef]
-
-
-class TreeSession(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    name: str
-    windows: list[TreeWindow]
-
-
-class TreeServer(msgspec.Struct, frozen=True, kw_only=True):
-    socket_path: str
-    pid: int | None
-    running: bool
-    sessions: list[TreeSession]
-
-
-class Tree(msgspec.Struct, frozen=True, kw_only=True):
-    servers: list[TreeServer]
 
 
 async def get_tree(request: web.Request) -> web.StreamResponse:
@@ -751,42 +691,26 @@ async def get_tree(request: web.Request) -> web.StreamResponse:
                     active=link.active,
                     zoomed=window.zoomed,
                     layout=window.layout,
-                    panes=panes_of.get(window.id, []),
+                    panes=tuple(panes_of.get(window.id, ())),
                 )
             )
         sessions = [
-            TreeSession(id=s.id, name=s.name, windows=windows_of.get(s.id, []))
+            TreeSession(id=s.id, name=s.name, windows=tuple(windows_of.get(s.id, ())))
             for s in sorted(state.sessions.values(), key=lambda s: id_number(s.id))
         ]
         servers.append(
-            TreeServer(socket_path=path, pid=state.pid, running=state.running, sessions=sessions)
+            TreeServer(
+                socket_path=path, pid=state.pid, running=state.running, sessions=tuple(sessions)
+            )
         )
-    return _json(request, Tree(servers=servers))
-
-
-class ServerHealth(msgspec.Struct, frozen=True, kw_only=True):
-    socket_path: str
-    running: bool
-    sessions: int
-    windows: int
-    panes: int
-    observer: str
-    last_sync_age_s: float | None
-
-
-class Health(msgspec.Struct, frozen=True, kw_only=True):
-    status: str
-    version: str
-    uptime_s: float
-    servers: list[ServerHealth]
-    subscribers: int
+    return _json(request, Tree(servers=tuple(servers)))
 
 
 async def get_health(request: web.Request) -> web.StreamResponse:
     _json_only(request)
     hub = request.app[HUB]
     now = time.monotonic()
-    servers = [
+    servers = tuple(
         ServerHealth(
             socket_path=path,
             running=entry.state.running,
@@ -797,7 +721,7 @@ async def get_health(request: web.Request) -> web.StreamResponse:
             last_sync_age_s=None if entry.last_sync is None else round(now - entry.last_sync, 3),
         )
         for path, entry in sorted(hub.servers.items())
-    ]
+    )
     return _json(
         request,
         Health(
@@ -808,10 +732,6 @@ async def get_health(request: web.Request) -> web.StreamResponse:
             subscribers=len(hub.subscribers),
         ),
     )
-
-
-class SyncAnswer(msgspec.Struct, frozen=True):
-    seq: str
 
 
 async def post_sync(request: web.Request) -> web.StreamResponse:

@@ -28,9 +28,26 @@ from urllib.parse import quote, urlencode
 
 import msgspec
 
+from tmuxlocd.answers import (
+    Caller,
+    DirectionNeighbors,
+    Health,
+    NeighborEntry,
+    PaneList,
+    PaneNeighbors,
+    PaneSummary,
+    PaneSummaryList,
+    SelfAnswer,
+    ServerHealth,
+    SyncAnswer,
+    Tree,
+    TreeServer,
+    TreeSession,
+    TreeWindow,
+)
 from tmuxlocd.errors import TmuxlocdError
 from tmuxlocd.events import Event, event_decoder
-from tmuxlocd.location import Location, Neighbors, PaneRef
+from tmuxlocd.location import Location
 
 if TYPE_CHECKING:
     import aiohttp
@@ -60,8 +77,6 @@ __all__ = [
 Direction = Literal["above", "below", "left", "right"]
 Scope = Literal["window", "session", "server", "all"]
 StreamFormat = Literal["ndjson", "sse"]
-VerifiedBy = Literal["tty", "ancestor"]
-Reason = Literal["no_controlling_tty", "tty_not_a_pane", "no_server"]
 
 DIRECTIONS: tuple[Direction, ...] = ("above", "below", "left", "right")
 
@@ -128,116 +143,37 @@ def _error_of(status: int, body: bytes) -> ClientError:
 # fields does not break an older client.
 
 
-class Caller(msgspec.Struct, frozen=True, kw_only=True):
-    pid: int
-    tty: str | None = None
-    env_pane: str | None = None
-    ancestor_pane: str | None = None
 
 
-class SelfInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """``GET /v1/self``: where the calling process is, with the hints when it is nowhere."""
-
-    inside_tmux: bool
-    verified_by: VerifiedBy | None = None
-    reason: Reason | None = None
-    caller: Caller
-    location: Location | None = None
 
 
-class NeighborEntry(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    index: int
-    shared: int
 
 
-class PaneNeighbors(msgspec.Struct, frozen=True, kw_only=True):
-    pane: str
-    above: tuple[NeighborEntry, ...] = ()
-    below: tuple[NeighborEntry, ...] = ()
-    left: tuple[NeighborEntry, ...] = ()
-    right: tuple[NeighborEntry, ...] = ()
 
 
-class DirectionNeighbors(msgspec.Struct, frozen=True, kw_only=True):
-    pane: str
-    direction: Direction
-    panes: tuple[NeighborEntry, ...] = ()
 
 
-class PaneSummary(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    index: int
-    active: bool
-    left: int
-    top: int
-    width: int
-    height: int
-    window_id: str
-    session_id: str
-    neighbors: Neighbors = Neighbors()
 
 
-class PaneList(msgspec.Struct, frozen=True, kw_only=True):
-    panes: tuple[Location, ...]
-    total: int
-    truncated: bool = False
 
 
-class PaneSummaryList(msgspec.Struct, frozen=True, kw_only=True):
-    panes: tuple[PaneSummary, ...]
-    total: int
-    truncated: bool = False
 
 
-class TreeWindow(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    index: int
-    name: str
-    active: bool
-    zoomed: bool
-    layout: str
-    panes: tuple[PaneRef, ...] = ()
 
 
-class TreeSession(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    name: str
-    windows: tuple[TreeWindow, ...] = ()
 
 
-class TreeServer(msgspec.Struct, frozen=True, kw_only=True):
-    socket_path: str
-    pid: int | None = None
-    running: bool = False
-    sessions: tuple[TreeSession, ...] = ()
 
 
-class Tree(msgspec.Struct, frozen=True, kw_only=True):
-    servers: tuple[TreeServer, ...] = ()
 
 
-class ServerHealth(msgspec.Struct, frozen=True, kw_only=True):
-    socket_path: str
-    running: bool
-    sessions: int = 0
-    windows: int = 0
-    panes: int = 0
-    observer: str = "down"
-    last_sync_age_s: float | None = None
 
 
-class Health(msgspec.Struct, frozen=True, kw_only=True):
-    status: str
-    version: str = ""
-    uptime_s: float = 0.0
-    servers: tuple[ServerHealth, ...] = ()
-    subscribers: int = 0
 
 
-class _SyncAnswer(msgspec.Struct, frozen=True):
-    seq: str = ""
 
+
+SelfInfo = SelfAnswer  # the client's name for the answer of GET /v1/self
 
 # ----------------------------------------------------------------------------------------------
 # Requests: paths and queries are built here once for both clients (pure).
@@ -616,7 +552,7 @@ class Client:
 
     def sync(self) -> str:
         """Re-sync every server now; returns the id of the last event of that re-sync."""
-        return self._call(_Request("POST", "/v1/sync", b""), _SyncAnswer).seq
+        return self._call(_Request("POST", "/v1/sync", b""), SyncAnswer).seq
 
     def notify(self, *, hook: str | None = None, server: str | None = None,
                target: str | None = None) -> None:
@@ -890,7 +826,7 @@ class AsyncClient:
         return await self._call(_Request("GET", "/v1/health"), Health)
 
     async def sync(self) -> str:
-        return (await self._call(_Request("POST", "/v1/sync", b""), _SyncAnswer)).seq
+        return (await self._call(_Request("POST", "/v1/sync", b""), SyncAnswer)).seq
 
     async def notify(self, *, hook: str | None = None, server: str | None = None,
                      target: str | None = None) -> None:

@@ -20,7 +20,8 @@ import stat
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 
-from tmuxlocd.client import Caller, Reason, SelfInfo
+from tmuxlocd.answers import Caller, Reason
+from tmuxlocd.client import SelfInfo
 from tmuxlocd.errors import RowError
 from tmuxlocd.location import Location, build_locations
 from tmuxlocd.model import (

@@ -15,15 +15,11 @@ import os
 import socket
 import struct
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
-import msgspec
-
+from tmuxlocd.answers import Caller, Reason, SelfAnswer
 from tmuxlocd.hub import Hub
 from tmuxlocd.location import Location
-
-Reason = Literal["no_controlling_tty", "no_server", "tty_not_a_pane"]
-VerifiedBy = Literal["tty", "ancestor"]
 
 _PEERCRED = struct.Struct("3i")
 # An ancestor chain is short; the bound only protects against a cycle in a racing /proc.
@@ -188,19 +184,8 @@ def tty_path(pid: int, tty_nr: int) -> str | None:
 # The answer of GET /v1/self.
 
 
-class Caller(msgspec.Struct, frozen=True, kw_only=True):
-    pid: int
-    tty: str | None
-    env_pane: str | None
-    ancestor_pane: str | None
 
 
-class SelfAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    inside_tmux: bool
-    verified_by: VerifiedBy | None
-    reason: Reason | None
-    caller: Caller
-    location: Location | None
 
 
 def identify(hub: Hub, pid: int, *, accept_ancestor: bool = False) -> SelfAnswer:

@@ -40,6 +40,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from tmuxlocd import __version__, direct
+from tmuxlocd.answers import summary_of
 from tmuxlocd.client import (
     AsyncClient,
     ClientError,
@@ -47,7 +48,6 @@ from tmuxlocd.client import (
     DirectionNeighbors,
     NeighborEntry,
     PaneList,
-    PaneSummary,
     PaneSummaryList,
     SelfInfo,
     socket_path,
@@ -230,22 +230,6 @@ def self_resource_text(loc: Location | None, reason: str | None = None) -> str:
     if loc is None:
         return f"not in a tmux pane (reason: {reason or 'unknown'})\n"
     return text_form(loc, with_neighbors=True)
-
-
-def summary_of(loc: Location) -> PaneSummary:
-    p = loc.pane
-    return PaneSummary(
-        id=p.id,
-        index=p.index,
-        active=p.active,
-        left=p.left,
-        top=p.top,
-        width=p.width,
-        height=p.height,
-        window_id=loc.window.id,
-        session_id=loc.session.id,
-        neighbors=loc.neighbors,
-    )
 
 
 def _order(loc: Location) -> tuple[str, int, int, int]:

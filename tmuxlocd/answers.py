@@ -1,0 +1,146 @@
+"""The bodies of HTTP API v1 answers (SPEC §4), shared by the daemon and its clients.
+
+Pure.  The daemon encodes these and the clients decode them, so there is one definition of
+each.  Defaults are there for decoding: a field a newer daemon adds is ignored, one an older
+daemon lacks gets its default.  Encoding always writes every field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from tmuxlocd.layout import Direction
+from tmuxlocd.location import Location, Neighbors, PaneRef
+
+VerifiedBy = Literal["tty", "ancestor"]
+Reason = Literal["no_controlling_tty", "no_server", "tty_not_a_pane"]
+
+
+class Caller(msgspec.Struct, frozen=True, kw_only=True):
+    pid: int
+    tty: str | None = None
+    env_pane: str | None = None
+    ancestor_pane: str | None = None
+
+
+class SelfAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """``GET /v1/self``: where the calling process is, with the hints when it is nowhere."""
+
+    inside_tmux: bool
+    verified_by: VerifiedBy | None = None
+    reason: Reason | None = None
+    caller: Caller
+    location: Location | None = None
+
+
+class NeighborEntry(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    index: int
+    shared: int
+
+
+class PaneNeighbors(msgspec.Struct, frozen=True, kw_only=True):
+    pane: str
+    above: tuple[NeighborEntry, ...] = ()
+    below: tuple[NeighborEntry, ...] = ()
+    left: tuple[NeighborEntry, ...] = ()
+    right: tuple[NeighborEntry, ...] = ()
+
+
+class DirectionNeighbors(msgspec.Struct, frozen=True, kw_only=True):
+    pane: str
+    direction: Direction
+    panes: tuple[NeighborEntry, ...] = ()
+
+
+class PaneSummary(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    index: int
+    active: bool
+    left: int
+    top: int
+    width: int
+    height: int
+    window_id: str
+    session_id: str
+    neighbors: Neighbors = Neighbors()
+
+
+def summary_of(loc: Location) -> PaneSummary:
+    """``detail=summary``: the pane's geometry and neighbours, without names or layout."""
+    p = loc.pane
+    return PaneSummary(
+        id=p.id,
+        index=p.index,
+        active=p.active,
+        left=p.left,
+        top=p.top,
+        width=p.width,
+        height=p.height,
+        window_id=loc.window.id,
+        session_id=loc.session.id,
+        neighbors=loc.neighbors,
+    )
+
+
+class PaneList(msgspec.Struct, frozen=True, kw_only=True):
+    panes: tuple[Location, ...]
+    total: int
+    truncated: bool = False
+
+
+class PaneSummaryList(msgspec.Struct, frozen=True, kw_only=True):
+    panes: tuple[PaneSummary, ...]
+    total: int
+    truncated: bool = False
+
+
+class TreeWindow(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    index: int
+    name: str
+    active: bool
+    zoomed: bool
+    layout: str
+    panes: tuple[PaneRef, ...] = ()
+
+
+class TreeSession(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    name: str
+    windows: tuple[TreeWindow, ...] = ()
+
+
+class TreeServer(msgspec.Struct, frozen=True, kw_only=True):
+    socket_path: str
+    pid: int | None = None
+    running: bool = False
+    sessions: tuple[TreeSession, ...] = ()
+
+
+class Tree(msgspec.Struct, frozen=True, kw_only=True):
+    servers: tuple[TreeServer, ...] = ()
+
+
+class ServerHealth(msgspec.Struct, frozen=True, kw_only=True):
+    socket_path: str
+    running: bool
+    sessions: int = 0
+    windows: int = 0
+    panes: int = 0
+    observer: str = "down"
+    last_sync_age_s: float | None = None
+
+
+class Health(msgspec.Struct, frozen=True, kw_only=True):
+    status: str
+    version: str = ""
+    uptime_s: float = 0.0
+    servers: tuple[ServerHealth, ...] = ()
+    subscribers: int = 0
+
+
+class SyncAnswer(msgspec.Struct, frozen=True):
+    seq: str = ""
