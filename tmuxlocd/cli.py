@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 
+from tmuxlocd.paths import default_socket_path as daemon_socket
+
 # Not `from typing import TYPE_CHECKING`: importing typing costs `notify` several ms, and
 # mypy treats any constant of this name the same way.
 TYPE_CHECKING = False
@@ -33,19 +35,6 @@ WHERE_TIMEOUT = 3.0
 
 # ----------------------------------------------------------------------------------------------
 # Stdlib-only helpers shared by the fast paths.
-
-
-def daemon_socket(env: Mapping[str, str] | None = None) -> str:
-    """Where the daemon listens (SPEC §6).  The same rule as ``client.socket_path``, kept here
-    so that ``notify`` need not import the client (and msgspec with it)."""
-    env = os.environ if env is None else env
-    explicit = env.get("TMUXLOCD_SOCKET")
-    if explicit:
-        return explicit
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "tmuxlocd", "tmuxlocd.sock")
-    return f"/tmp/tmuxlocd-{os.getuid()}/tmuxlocd.sock"
 
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

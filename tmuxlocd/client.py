@@ -19,7 +19,6 @@ built on it, start faster without it.
 from __future__ import annotations
 
 import http.client
-import os
 import socket
 import time
 from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
@@ -48,6 +47,7 @@ from tmuxlocd.answers import (
 from tmuxlocd.errors import TmuxlocdError
 from tmuxlocd.events import Event, event_decoder
 from tmuxlocd.location import Location
+from tmuxlocd.paths import default_socket_path as socket_path
 
 if TYPE_CHECKING:
     import aiohttp
@@ -79,24 +79,6 @@ Scope = Literal["window", "session", "server", "all"]
 StreamFormat = Literal["ndjson", "sse"]
 
 DIRECTIONS: tuple[Direction, ...] = ("above", "below", "left", "right")
-
-# ----------------------------------------------------------------------------------------------
-# Where the daemon is (SPEC §6).  cli.py keeps a stdlib-only copy of this rule for `notify`,
-# whose start-up must not pay for msgspec; a unit test holds the two together.
-
-
-def socket_path(env: Mapping[str, str] | None = None) -> str:
-    """``$TMUXLOCD_SOCKET``, else ``$XDG_RUNTIME_DIR/tmuxlocd/tmuxlocd.sock``, else
-    ``/tmp/tmuxlocd-<uid>/tmuxlocd.sock``."""
-    env = os.environ if env is None else env
-    explicit = env.get("TMUXLOCD_SOCKET")
-    if explicit:
-        return explicit
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "tmuxlocd", "tmuxlocd.sock")
-    return f"/tmp/tmuxlocd-{os.getuid()}/tmuxlocd.sock"
-
 
 # ----------------------------------------------------------------------------------------------
 # Errors.
@@ -138,42 +120,9 @@ def _error_of(status: int, body: bytes) -> ClientError:
     return ClientError(status, err.code, err.message)
 
 
-# ----------------------------------------------------------------------------------------------
-# Answers.  Field names are the wire's; unknown fields are ignored, so a newer daemon that adds
-# fields does not break an older client.
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-SelfInfo = SelfAnswer  # the client's name for the answer of GET /v1/self
+# Answers are tmuxlocd.answers' Structs (shared with the daemon); SelfInfo is the client's name
+# for the answer of GET /v1/self.
+SelfInfo = SelfAnswer
 
 # ----------------------------------------------------------------------------------------------
 # Requests: paths and queries are built here once for both clients (pure).

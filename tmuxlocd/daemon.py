@@ -22,7 +22,7 @@ import signal
 import socket
 import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,22 +34,13 @@ from tmuxlocd.api import create_app
 from tmuxlocd.config import Config
 from tmuxlocd.errors import ConfigError
 from tmuxlocd.hub import Hub
+from tmuxlocd.paths import default_socket_path
 
 log = logging.getLogger(__name__)
 
 STOP_BUDGET = 2.0  # SPEC §6: stop within 2 s
 FIRST_SYNC_WAIT = 3.0  # at most this long before serving, for the first sync of each server
 TOKEN_FILE = "token"
-
-
-def default_socket_path(env: Mapping[str, str] | None = None) -> str:
-    """Where the daemon listens by default and where clients look (SPEC §6)."""
-    env = os.environ if env is None else env
-    if env.get("TMUXLOCD_SOCKET"):
-        return env["TMUXLOCD_SOCKET"]
-    if env.get("XDG_RUNTIME_DIR"):
-        return os.path.join(env["XDG_RUNTIME_DIR"], "tmuxlocd", "tmuxlocd.sock")
-    return f"/tmp/tmuxlocd-{os.getuid()}/tmuxlocd.sock"
 
 
 class Refused(Exception):
