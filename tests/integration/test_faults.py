@@ -318,6 +318,10 @@ async def connect_unix(path: str, timeout: float = 10.0) -> socket.socket:
             await asyncio.sleep(0.005)
 
 
+def socket_files(directory: str) -> list[str]:
+    return [os.path.join(directory, n) for n in os.listdir(directory)]
+
+
 def raise_nofile(want: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < want:
@@ -523,3 +527,68 @@ async def test_two_thousand_connections(rig: Rig) -> None:
     await wait_until(fds_released, 15, "the daemon to close the connections")
     await rig.healthy()
 
+
+
+async def test_sigterm_under_load(rig: Rig) -> None:
+    """SIGTERM with 300 streams open (100 of them not reading) and tmux busy: the daemon
+    stops within 2 s (SPEC §6), removes its socket, its hooks and its tmux clients."""
+    from tmuxlocd.observer import HOOK_INDEX
+
+    raise_nofile(4096)
+    stuck = [stuck_stream(rig.daemon.sock) for _ in range(100)]
+    readers = [LightReader(*await raw_stream(rig.daemon.sock)) for _ in range(200)]
+    busy = asyncio.create_task(burst(rig.sock, 60))
+    for i in range(30):
+        await tmux_ok(rig.sock, "rename-window", "-t", "A:0", f"load{i}")
+    hooks = await tmux_ok(rig.sock, "show-hooks", "-gw")
+    assert f"[{HOOK_INDEX}]" in hooks
+    proc = rig.daemon.proc
+    assert proc is not None
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    async with asyncio.timeout(10):
+        status = await proc.wait()
+    took = time.monotonic() - t0
+    await busy
+    assert status == 0, rig.daemon.log_tail()
+    assert took < 2.0, f"stopping took {took:.2f} s"
+    assert rig.daemon.sock not in socket_files(rig.daemon.dir), "socket file left behind"
+    assert f"[{HOOK_INDEX}]" not in await tmux_ok(rig.sock, "show-hooks", "-gw")
+    assert f"[{HOOK_INDEX}]" not in await tmux_ok(rig.sock, "show-hooks", "-g")
+    assert await rig.control_clients() == []
+    await wait_until(lambda: rig.waiters() == [], 5, "the hook waiter to go")
+    # Every stream was ended (EOF), the readers' as well as the stuck ones'.
+    async with asyncio.timeout(10):
+        for lr in readers:
+            await lr.task
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(10):
+        for sock_ in stuck:
+            while await loop.sock_recv(sock_, 1 << 20):
+                pass
+            sock_.close()
+    for lr in readers:
+        await lr.close()
+    # Started again for the fixture's own checks.
+    await rig.daemon.start()
+    await rig.stream.open()
+    await rig.healthy()
+
+
+async def test_notify_flood(rig: Rig) -> None:
+    """Hooks call POST /v1/notify; 3,000 of them at once are coalesced, not queued."""
+    async def notify_many(n: int) -> list[int]:
+        statuses = []
+        for i in range(n):
+            status, _ = await rig.daemon.request(
+                "POST", "/v1/notify", json={"hook": "window-layout-changed",
+                                           "server": rig.sock, "target": f"@{i % 5}"},
+            )
+            statuses.append(status)
+        return statuses
+
+    task = asyncio.create_task(burst(rig.sock, 40))
+    results = await asyncio.gather(*(notify_many(100) for _ in range(30)))
+    await task
+    assert {s for r in results for s in r} == {202}
+    await rig.healthy()
