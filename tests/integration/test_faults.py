@@ -592,3 +592,20 @@ async def test_notify_flood(rig: Rig) -> None:
     await task
     assert {s for r in results for s in r} == {202}
     await rig.healthy()
+
+
+async def test_tmux_segfault_with_a_control_client(rig: Rig) -> None:
+    """tmux 3.3a segfaults when a session whose current window is linked into it twice loses
+    that window, if any control-mode client is attached (control_notify_session_window_changed
+    reads the destroyed session's current window).  Without a control client it survives: the
+    daemon's mere presence exposes this.  The daemon must report the server down, and come
+    back right when it is started again.  (On a tmux without the bug: just right.)"""
+    await tmux_ok(rig.sock, "new-session", "-d", "-s", "C")
+    await tmux_ok(rig.sock, "link-window", "-d", "-s", "C:0", "-t", "C:1")
+    await rig.check()
+    await tmux(rig.sock, "kill-window", "-t", "C:0")
+    if await read_truth(rig.sock) is None:
+        await wait_until(lambda: rig.sock in rig.stream.down, 10, "server.down on the stream")
+        assert rig.stream.locations(rig.sock) == {}
+        await rig.server.start("A")
+    await rig.healthy()
