@@ -17,9 +17,19 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from tmuxlocd.errors import ProtocolError, TmuxUnavailable
-from tmuxlocd.protocol import NEED_DATA, ControlParser, Event, Exit, Reply, command
+from tmuxlocd.protocol import (
+    NEED_DATA,
+    ConfigError,
+    ControlParser,
+    Event,
+    Exit,
+    Reply,
+    command,
+)
 
 log = logging.getLogger(__name__)
+
+_CONFIG_ERROR = "%config-error "
 
 COMMAND_TIMEOUT = 10.0
 
@@ -101,6 +111,12 @@ class ControlClient:
                         fut.set_result(event)
                 else:
                     log.debug("reply with no command waiting: %s", event.number)
+                return
+            # Not ours: the attach command's block or a hook command's.  tmux 3.4+ writes the
+            # configuration errors it kept for the first client into the attach's block.
+            for line in event.lines:
+                if line.startswith(_CONFIG_ERROR):
+                    self._dispatch(ConfigError(text=line[len(_CONFIG_ERROR) :]))
             return
         if isinstance(event, Exit):
             self.exit_reason = event.reason or "exit"

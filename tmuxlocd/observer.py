@@ -30,6 +30,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from tmuxlocd import protocol
 from tmuxlocd.config import Config
 from tmuxlocd.control import ControlClient, tmux_env
 from tmuxlocd.errors import RowError, TmuxUnavailable
@@ -453,6 +454,11 @@ class ServerObserver:
                     self.mark(layouts=True)
             case ClientSessionChanged():
                 pass  # another client switched session: no pane moved
+            case protocol.ConfigError(text=text):
+                # tmux 3.4+ keeps the errors of a configuration loaded by a detached start for
+                # the first client that attaches; when that is us the user never sees them.
+                log.warning("tmux configuration error: %s", text,
+                            extra={"tmux_socket": self.socket_path})
             case Unknown(line=line):
                 log.debug("stray line from tmux: %r", line[:200])
             case _:

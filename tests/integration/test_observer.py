@@ -7,6 +7,7 @@ subscriber got, replayed onto its first snapshot, give the same state.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
@@ -27,10 +28,15 @@ pytestmark = [
     pytest.mark.skipif(TMUX is None, reason="needs tmux"),
 ]
 
-# tmux 3.4 writes a backslash before `$` in all command output, the CLI's included.
-DOLLARS = TMUX is not None and output_escapes_dollars(
+TMUX_VERSION = (
     subprocess.run([TMUX, "-V"], capture_output=True, text=True, check=False).stdout
+    if TMUX is not None
+    else ""
 )
+_VERSION_MATCH = re.search(r"(\d+)\.(\d+)", TMUX_VERSION)
+VERSION = (int(_VERSION_MATCH[1]), int(_VERSION_MATCH[2])) if _VERSION_MATCH else (0, 0)
+# tmux 3.4 writes a backslash before `$` in all command output, the CLI's included.
+DOLLARS = output_escapes_dollars(TMUX_VERSION)
 
 
 def names_of(out: str) -> str:
@@ -420,3 +426,27 @@ async def test_no_side_effects() -> None:
     after = facts()
     assert after == before, "state differs after the daemon left (hooks not removed?)"
     srv.kill()
+
+
+@pytest.mark.skipif(VERSION < (3, 4), reason="3.3 shows configuration errors in a pane")
+async def test_config_errors_handed_to_the_observer_are_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """tmux 3.4+ keeps the errors of a configuration loaded by a detached start for the first
+    client that attaches (3.3 puts them in a pane at once).  When the observer is that client
+    the user never sees them, so they must at least reach the daemon's log."""
+    srv = TmuxServer()
+    conf = srv.dir / "bad.conf"
+    conf.write_text("no-such-command-here\n")
+    srv.run("-f", str(conf), "new-session", "-d", check=False)  # loads /dev/null, then this
+    hub = Hub()
+    watcher = Watcher(hub, Config(socket_path=(srv.socket_path,)))
+    caplog.set_level("WARNING", logger="tmuxlocd.observer")
+    await watcher.start()
+    try:
+        await watcher.wait_synced(10)
+        await wait_until(lambda: "no-such-command-here" in caplog.text, 5,
+                         what="the configuration error in the log")
+    finally:
+        await watcher.stop()
+        srv.kill()
