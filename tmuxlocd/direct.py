@@ -31,8 +31,9 @@ from tmuxlocd.model import (
     ServerState,
     state_from_rows,
 )
+from tmuxlocd.names import output_escapes_dollars, undo_output_dollars
 
-PID_FORMAT = "V\t#{pid}"
+PID_FORMAT = "V\t#{pid}\t#{version}"
 QUERY_TIMEOUT = 5.0
 MAX_ANCESTORS = 64
 
@@ -75,9 +76,14 @@ def parse_query(socket: str, output: str) -> ServerState:
             raise RowError(f"unexpected row {line!r}")
         bucket.append(line)
     pid: int | None = None
+    version = ""
     if rows["V"]:
-        text = rows["V"][-1].partition("\t")[2]
+        _, text, version = [*rows["V"][-1].split("\t", 2), "", ""][:3]
         pid = int(text) if text.isdigit() else None
+    if output_escapes_dollars(version):
+        # tmux 3.4 puts a backslash before `$` in all command output (names module).
+        rows["S"] = [undo_output_dollars(row) for row in rows["S"]]
+        rows["W"] = [undo_output_dollars(row) for row in rows["W"]]
     return state_from_rows(socket, pid, rows["S"], rows["W"], rows["P"])
 
 

@@ -532,6 +532,30 @@ def test_query_argv_and_parse() -> None:
         direct.parse_query("/s", "X\tnope\n")
 
 
+@pytest.mark.parametrize(
+    ("version", "window", "session"),
+    [("3.4", "$HOME", "s$x"), ("3.3a", "$HOME", "s$x"), ("3.5a", "\\$HOME", "s\\$x")],
+)
+def test_parse_query_names_by_tmux_version(version: str, window: str, session: str) -> None:
+    # A window renamed to `$HOME` and a session to `s$x`, as each version prints them: 3.3a
+    # stores and prints `\$HOME`; 3.4 stores the same and its output adds a backslash,
+    # `\\$HOME`; 3.5 stores `$HOME`, so `\\$HOME` from 3.5 is the name `\$HOME`.
+    printed = {"3.4": ("\\\\$HOME", "s\\\\$x"), "3.3a": ("\\$HOME", "s\\$x"),
+               "3.5a": ("\\\\$HOME", "s\\\\$x")}[version]
+    out = "\n".join(
+        [
+            f"S\t$1\t0\t{printed[1]}",
+            f"W\t$1\t@2\t1\t1\t0\t%3\tb25e,80x24,0,0,3\t{printed[0]}",
+            "P\t@2\t%3\t0\t1\t/dev/pts/5\t1234\t0\t0\t80\t24\t0",
+            f"V\t4242\t{version}",
+            "",
+        ]
+    )
+    state = direct.parse_query("/s", out)
+    assert state.pid == 4242
+    assert state.windows["@2"].name == window and state.sessions["$1"].name == session
+
+
 def test_candidate_sockets(tmp_path: Path) -> None:
     sockdir = tmp_path / f"tmux-{os.getuid()}"
     sockdir.mkdir()
