@@ -401,7 +401,8 @@ async def _run(
         for sig in hooked:
             loop.remove_signal_handler(sig)
         server_log.removeFilter(quiet)
-        log.debug("stopped", extra={"stop_s": round(time.monotonic() - started, 3)})
+        stop_s = time.monotonic() - started
+        log.info("stopped in %.3f s", stop_s, extra={"stop_s": round(stop_s, 3)})
     return status
 
 
