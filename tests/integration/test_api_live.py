@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
-import re
 import signal
 import sys
 import tempfile
