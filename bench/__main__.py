@@ -25,6 +25,20 @@ def machine_facts(res: Results) -> None:
     res.facts["python"] = sys.version.split()[0]
     res.facts["cores"] = os.cpu_count()
     res.facts["date"] = time.strftime("%Y-%m-%d %H:%M %Z")
+    # Which daemon was measured: the commit, and whether its package had local changes.
+    git = shutil.which("git")
+    if git is not None:
+        repo = Path(__file__).resolve().parent.parent
+        head = subprocess.run(
+            [git, "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True,
+            check=False,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [git, "status", "--porcelain", "--", "tmuxlocd"], cwd=repo, capture_output=True,
+            text=True, check=False,
+        ).stdout.strip()
+        if head:
+            res.facts["commit"] = head + (" (tmuxlocd/ with local changes)" if dirty else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -258,7 +258,12 @@ def summary(rows: list[Row]) -> str:
     missed = [r for r in judged if not r.met]
     line = f"{len(judged) - len(missed)} of {len(judged)} goals met."
     if missed:
-        line += " Missed: " + "; ".join(f"{r.id} {r.what} ({r.panes} panes)" for r in missed)
+        grouped: dict[str, list[str]] = {}
+        for r in missed:
+            grouped.setdefault(f"{r.id} {r.what}", []).append(r.panes)
+        line += " Missed: " + "; ".join(
+            f"{what} ({', '.join(panes)} panes)" for what, panes in grouped.items()
+        ) + "."
     return line
 
 
@@ -299,7 +304,7 @@ def render(res: Results) -> str:
         "# tmuxlocd benchmark results",
         "",
         f"Date {f.get('date')}; {f.get('tmux')}; Python {f.get('python')}; "
-        f"{f.get('cores')} cores; sizes {f.get('sizes')} panes"
+        f"{f.get('cores')} cores; commit {f.get('commit', '?')}; sizes {f.get('sizes')} panes"
         + ("; **quick run** (few iterations, not for the record)" if f.get("quick") else "")
         + ". Regenerate with `python -m bench`.",
         "",
