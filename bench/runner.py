@@ -108,7 +108,7 @@ def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-# ---------------------------------------------------------------------------------- helpers
+# ---------------------------------------------------------------------------- building blocks
 
 
 class Gate:
