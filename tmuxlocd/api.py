@@ -22,6 +22,7 @@ import os
 import re
 import socket
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Literal, NoReturn
 
@@ -240,8 +241,25 @@ Listener = Literal["unix", "tcp"]
 _UID = os.getuid()
 
 
+# SO_PEERCRED is fixed when a connection is made, so it is read once per connection, not once
+# per request (a keep-alive client asks many times).
+_CONNECTIONS: weakref.WeakKeyDictionary[object, tuple[Listener, int | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _listener(request: web.Request) -> tuple[Listener, int | None]:
     """The kind of socket the request came on, and (Unix) the peer's pid."""
+    transport = request.transport
+    known = _CONNECTIONS.get(transport) if transport is not None else None
+    if known is None:
+        known = _read_listener(request)
+        if transport is not None:
+            _CONNECTIONS[transport] = known
+    return known
+
+
+def _read_listener(request: web.Request) -> tuple[Listener, int | None]:
     transport = request.transport
     sock = transport.get_extra_info("socket") if transport is not None else None
     if sock is None:
@@ -816,6 +834,14 @@ class _Coalescer:
         self.pending: dict[str, tuple[Event | None, int]] = {}
         self.other: list[Published] = []
         self.next_allowed = 0.0
+        # The last Location this stream gave of each pane: a merged change names the fields
+        # that differ from it (not every field touched on the way), and a pane that ends an
+        # interval where it began it is not told of at all.
+        self.told: dict[str, Location] = {}
+
+    def start(self, panes: Iterable[Location]) -> None:
+        """A snapshot was sent: what the subscriber now knows."""
+        self.told = {pane_key(loc.server.socket_path, loc.pane.id): loc for loc in panes}
 
     def add(self, item: Published) -> None:
         loc = location_of(item.event)
@@ -824,6 +850,17 @@ class _Coalescer:
             return
         key = pane_key(loc.server.socket_path, loc.pane.id)
         held = self.pending.get(key)
+        if (
+            held is not None
+            and isinstance(held[0], PaneRemoved)
+            and isinstance(item.event, PaneAdded)
+            and held[0].last.server.pid != loc.server.pid
+        ):
+            # A restarted server re-uses pane ids: a different pane, not a change of the old
+            # one.  The removal is told as it is (before `server.down`, in id order).
+            self.other.append(Published(held[1], held[0], encoder.encode(held[0])))
+            self.told.pop(key, None)
+            held = None
         if held is None:
             self.pending[key] = (item.event, item.seq)
         else:
@@ -844,9 +881,25 @@ class _Coalescer:
         if not self.holding or now < self.next_allowed:
             return []
         out = list(self.other)
-        for event, seq in self.pending.values():
-            if event is not None:
-                out.append(Published(seq, event, encoder.encode(event)))
+        for key, (event, seq) in self.pending.items():
+            if event is None:
+                continue
+            if isinstance(event, PaneRemoved):
+                self.told.pop(key, None)
+            else:
+                before = self.told.get(key)
+                loc = location_of(event)
+                assert loc is not None
+                if isinstance(event, PaneChanged) and before is not None:
+                    changed = tuple(changed_fields(before, loc))
+                    if not changed:
+                        continue  # changed and changed back within the interval
+                    if changed != event.changed:
+                        event = PaneChanged(
+                            id=event.id, time=event.time, location=loc, changed=changed
+                        )
+                self.told[key] = loc
+            out.append(Published(seq, event, encoder.encode(event)))
         out.sort(key=lambda p: p.seq)
         self.clear()
         self.next_allowed = now + self.interval
@@ -865,6 +918,10 @@ def _sse(ident: str, kind: str, data: Iterable[str | bytes]) -> bytes:
 
 
 StreamFormat = Literal["sse", "ndjson", "text"]
+
+
+# (selection, format) -> (hub seq, hub instance, framed snapshot): see frame_snapshot.
+_SNAPSHOT_FRAMES: dict[tuple[Selection, str], tuple[int, str, bytes]] = {}
 
 
 class _Stream:
@@ -941,6 +998,8 @@ class _Stream:
         snap = self.hub.snapshot(self.selection.matches)
         self.members = {pane_key(loc.server.socket_path, loc.pane.id): True for loc in snap.panes}
         self.members_known = True
+        if self.coalescer is not None:
+            self.coalescer.start(snap.panes)
         return _Snapshot(self.hub.seq, snap)
 
     # -------------------------------------------------------------- output
@@ -967,7 +1026,17 @@ class _Stream:
 
     def frame_snapshot(self, snap: _Snapshot) -> bytes:
         if self.fmt != "text":
-            return self.frame_event(snap.event)
+            # Streams with the same selection that start between the same two events get
+            # the same bytes: one encoding, one buffer, however many subscribers connect.
+            key = (self.selection, self.fmt)
+            cached = _SNAPSHOT_FRAMES.get(key)
+            if cached is not None and cached[0] == snap.seq and cached[1] == self.hub.instance:
+                return cached[2]
+            frame = self.frame_event(snap.event)
+            if len(_SNAPSHOT_FRAMES) >= 64:
+                _SNAPSHOT_FRAMES.clear()
+            _SNAPSHOT_FRAMES[key] = (snap.seq, self.hub.instance, frame)
+            return frame
         loc = snap.event.panes[0] if snap.event.panes else None
         # A text stream always (re)starts with the whole text.
         return self.frame_text(snap.event.id, "snapshot", loc, True)
@@ -1024,8 +1093,10 @@ class _Stream:
                 return response  # the client hung up before the stream began
             next_beat = loop.time() + self.settings.heartbeat
             try:
-                out = first
-                pending = backlog
+                # `first` is let go at once: a 1,000-pane snapshot is most of a megabyte,
+                # and a stream lives for hours.
+                out, first = first, []
+                pending, backlog = backlog, []
                 while True:
                     now = loop.time()
                     out += self._process(pending, now)

@@ -38,6 +38,7 @@ class ProcStat(NamedTuple):
     pid: int
     ppid: int
     tty_nr: int
+    starttime: int = 0  # field 22, clock ticks after boot: with pid, names one process
 
 
 # ----------------------------------------------------------------------------------------------
@@ -56,8 +57,9 @@ def parse_stat(text: str) -> ProcStat:
         raise ValueError("no ')' in stat line")
     pid = int(head.split("(", 1)[0])
     fields = tail.split()
-    # fields[0] is field 3 (state): ppid is field 4, tty_nr field 7.
-    return ProcStat(pid=pid, ppid=int(fields[1]), tty_nr=int(fields[4]))
+    # fields[0] is field 3 (state): ppid is field 4, tty_nr field 7, starttime field 22.
+    start = int(fields[19]) if len(fields) > 19 else 0
+    return ProcStat(pid=pid, ppid=int(fields[1]), tty_nr=int(fields[4]), starttime=start)
 
 
 def pane_id_hint(value: str) -> str | None:
@@ -70,10 +72,15 @@ def pane_id_hint(value: str) -> str | None:
 
 def environ_pane(data: bytes) -> str | None:
     """``TMUX_PANE`` from raw ``/proc/<pid>/environ`` bytes (the first one, as getenv)."""
-    for entry in data.split(b"\0"):
-        if entry.startswith(b"TMUX_PANE="):
-            return pane_id_hint(entry[10:].decode("utf-8", "replace"))
-    return None
+    # A search, not a split: it runs on every /v1/self of a new process.
+    data = b"\0" + data
+    start = data.find(b"\0TMUX_PANE=")
+    if start < 0:
+        return None
+    start += 11
+    end = data.find(b"\0", start)
+    value = data[start:] if end < 0 else data[start:end]
+    return pane_id_hint(value.decode("utf-8", "replace"))
 
 
 def nearest_tty_ancestor(
@@ -158,6 +165,28 @@ def read_env_pane(pid: int) -> str | None:
         return None
 
 
+# /proc/<pid>/environ is the environment the process was started with: it does not change
+# for the life of a process, which (pid, starttime) names.  An agent asks every turn, so the
+# answer is kept (for a bounded number of processes).
+_ENV_PANES: dict[tuple[int, int], str | None] = {}
+_ENV_PANES_MAX = 1024
+
+
+def env_pane_of(stat: ProcStat | None, pid: int) -> str | None:
+    if stat is None or stat.starttime == 0:
+        return read_env_pane(pid)
+    key = (pid, stat.starttime)
+    try:
+        return _ENV_PANES[key]
+    except KeyError:
+        pass
+    value = read_env_pane(pid)
+    if len(_ENV_PANES) >= _ENV_PANES_MAX:
+        _ENV_PANES.clear()
+    _ENV_PANES[key] = value
+    return value
+
+
 def _same_device(path: str, tty_nr: int) -> bool:
     try:
         return os.stat(path).st_rdev == tty_nr
@@ -206,7 +235,7 @@ def identify(hub: Hub, pid: int, *, accept_ancestor: bool = False) -> SelfAnswer
     caller = Caller(
         pid=pid,
         tty=_caller_tty(pid, tty_nr, here),
-        env_pane=read_env_pane(pid),
+        env_pane=env_pane_of(own, pid),
         ancestor_pane=ancestor[0].pane.id if ancestor else None,
     )
     if here:

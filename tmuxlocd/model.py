@@ -275,18 +275,24 @@ def sort_winlinks(links: Iterable[Winlink]) -> list[Winlink]:
 # The safety-net digest.  tmux re-evaluates a control client's format subscriptions once a
 # second and reports a value only when it changed; a session-type subscription whose format
 # loops over every session sees the whole server.  It carries what changes silently
-# (respawn-pane: pane_pid; swap-window without -d and renumbering: window_index), so comparing
-# it with the model names exactly what to re-read.
+# (respawn-pane: pane_pid; swap-window without -d and renumbering: window_index) and every
+# window's layout and zoom, so that a change whose hook signal was lost (two wait-for signals
+# with no waiter cancel each other) is still found; comparing it with the model names exactly
+# the windows to re-read.
 # Cost matters: tmux expands it every second whether or not anything changed.  Measured at
-# 1,000 panes on 3.3a: about 7 ms of server CPU per evaluation with one field per pane, 11 ms
-# with three (pane_id, pane_pid, pane_dead).  So each pane contributes its pid only, in index
-# order: a pane added, removed or respawned changes its window's list.  A death under
-# remain-on-exit changes no Location field, so it is left to the next re-read of the window.
+# 1,000 panes in 40 windows on 3.3a: about 7 ms of server CPU per evaluation with one field
+# per pane, 11 ms with three (pane_id, pane_pid, pane_dead), and about 2.5 ms more for the
+# windows' layouts.  So each pane contributes its pid only, in index order: a pane added,
+# removed or respawned changes its window's list.  A death under remain-on-exit changes no
+# Location field, so it is left to the next re-read of the window.
 # No commas inside the loops: there a comma separates the alternative format for the
-# current window or active pane.
+# current window or active pane.  (A layout *value* has commas; that is harmless.)
 
 DIGEST_NAME = "tmuxlocd-digest"
-DIGEST_FORMAT = "#{S: S#{session_id}#{W: W#{window_id}.#{window_index}#{P: #{pane_pid}}}}"
+DIGEST_FORMAT = (
+    "#{S: S#{session_id}#{W: W#{window_id}.#{window_index}.#{window_zoomed_flag}"
+    ".#{window_layout}#{P: #{pane_pid}}}}"
+)
 
 
 class DigestDiff(msgspec.Struct, frozen=True):
@@ -298,6 +304,7 @@ def compare_digest(value: str, state: ServerState) -> DigestDiff:
     """What the digest says the model has wrong.  A malformed digest asks for everything."""
     links: set[tuple[str, str, int]] = set()
     pids: dict[str, list[int]] = {}
+    shapes: dict[str, tuple[bool, str]] = {}
     session = ""
     current: list[int] | None = None
     try:
@@ -306,12 +313,13 @@ def compare_digest(value: str, state: ServerState) -> DigestDiff:
             if kind == "S":
                 session, current = token[1:], None
             elif kind == "W":
-                window, _, index = token[1:].partition(".")
-                links.add((session, window, int(index)))
+                wid, index, zoomed, layout = token[1:].split(".", 3)
+                links.add((session, wid, int(index)))
                 # a window linked into several sessions is listed under each: keep one list
-                current = [] if window not in pids else None
+                current = [] if wid not in pids else None
                 if current is not None:
-                    pids[window] = current
+                    pids[wid] = current
+                    shapes[wid] = (zoomed == "1", layout)
             elif token.isdigit():
                 if current is not None:
                     current.append(int(token))
@@ -328,4 +336,8 @@ def compare_digest(value: str, state: ServerState) -> DigestDiff:
         for wid in pids.keys() | known.keys()
         if pids.get(wid, []) != [pid for _, pid in sorted(known.get(wid, []))]
     }
+    for wid, shape in shapes.items():
+        known_window = state.windows.get(wid)
+        if known_window is not None and (known_window.zoomed, known_window.layout) != shape:
+            dirty.add(wid)
     return DigestDiff(links != model_links, frozenset(dirty))

@@ -99,9 +99,8 @@ SYNC_TIMEOUT = 10.0
 ROW_RETRY_DELAY = 1.0  # after rows that could not be parsed
 WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is started again
 # After a hook wakes the waiter, a new waiter takes a few ms to register; two signals in that
-# gap cancel each other in tmux (wait-for semantics), so the structure is read once more
-# after this delay.  Cheap (one list-windows) and only after hook activity.
-HOOK_CONFIRM_DELAY = 0.025
+# gap cancel each other in tmux (wait-for semantics).  What they announced is not lost: the
+# digest carries every window's layout, so the safety net re-reads it within about a second.
 
 
 def socket_dir(env: dict[str, str] | None = None) -> Path:
@@ -167,7 +166,6 @@ class ServerObserver:
         self._dirty_windows: set[str] = set()
         self.attached_session = ""
         self._rehook = False
-        self._confirm: asyncio.TimerHandle | None = None
         self._retry: asyncio.TimerHandle | None = None
         # barrier: requests are numbered; the sync loop records the last one it served
         self._requested = 0
@@ -313,10 +311,9 @@ class ServerObserver:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
-            for handle in (self._confirm, self._retry):
-                if handle is not None:
-                    handle.cancel()
-            self._confirm = self._retry = None
+            if self._retry is not None:
+                self._retry.cancel()
+                self._retry = None
             await client.close()
             self.client = None
             self.synced.clear()
@@ -385,16 +382,23 @@ class ServerObserver:
         """
         pause = WAITER_RETRY_MIN
         while True:
+            # The same client lists the windows the moment it is woken: at 1,000 panes every
+            # tmux client and every command costs the server milliseconds, so the wake and
+            # the read share one.  Its rows only say which windows to re-read (over the
+            # control connection); they are never applied, since they may be older than a
+            # re-read already done.  The environment is cut to PATH: tmux copies a client's
+            # environment into the server.
             proc = await asyncio.create_subprocess_exec(
-                self.tmux, "-S", self.socket_path, "wait-for", self.channel,
+                self.tmux, "-S", self.socket_path,
+                "wait-for", self.channel, ";", *LIST_WINDOWS,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL,
-                env=tmux_env(),
+                env={"PATH": os.environ.get("PATH", os.defpath)},
                 start_new_session=True,
             )
             try:
-                rc = await proc.wait()
+                out, _ = await proc.communicate()
             except asyncio.CancelledError:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
@@ -402,24 +406,30 @@ class ServerObserver:
                 raise
             if self._stopping.is_set():
                 return
-            if rc != 0:
+            if proc.returncode != 0:
                 await self._pause(pause)
                 pause = min(pause * 2, RETRY_MAX)
-            else:
-                pause = WAITER_RETRY_MIN
-            # Woken by a hook; or, after a failure, hooks may have fired while nobody waited.
-            self.mark(layouts=True)
-            self._schedule_confirm()
-
-    def _schedule_confirm(self) -> None:
-        if self._confirm is None:
-            loop = asyncio.get_running_loop()
-
-            def confirm() -> None:
-                self._confirm = None
+                # hooks may have fired while nobody waited
                 self.mark(layouts=True)
+                continue
+            pause = WAITER_RETRY_MIN
+            self._dirty_from_window_rows(out.decode("utf-8", "replace").splitlines())
 
-            self._confirm = loop.call_later(HOOK_CONFIRM_DELAY, confirm)
+    def _dirty_from_window_rows(self, lines: list[str]) -> None:
+        """Mark what a window listing shows to differ from the model."""
+        structure = False
+        windows: set[str] = set()
+        try:
+            for row in join_rows(self._rows(tuple(lines)), "W"):
+                _, window = parse_window_row(row)
+                known = self.windows.get(window.id)
+                if known is None:
+                    structure = True
+                elif known != window:
+                    windows.add(window.id)
+        except RowError:
+            structure = True
+        self.mark(structure=structure, windows=windows)
 
     # ------------------------------------------------------------------ notifications
 

@@ -199,16 +199,24 @@ def test_changed_fields_lists_sections() -> None:
 
 def test_digest_agrees_with_model_and_names_differences() -> None:
     s = state()
-    digest = " S$0 W@0.1 1234 1240 W@1.2 1250 S$1 W@2.0 1260 W@0.5 1234 1240"
+    lay0 = "cc22,158x40,0,0{79x40,0,0,0,78x40,80,0,1}"
+    digest = (
+        f" S$0 W@0.1.0.{lay0} 1234 1240 W@1.2.0.afbf,158x40,0,0,2 1250"
+        f" S$1 W@2.0.0.afc0,158x40,0,0,3 1260 W@0.5.0.{lay0} 1234 1240"
+    )
     found = compare_digest(digest, s)
     assert not found.winlinks_differ and not found.windows
     respawned = digest.replace(" 1250", " 9999")
     assert compare_digest(respawned, s).windows == {"@1"}
-    swapped = digest.replace("W@1.2", "W@1.3")
+    swapped = digest.replace("W@1.2.", "W@1.3.")
     assert compare_digest(swapped, s).winlinks_differ
     split = digest.replace(" 1260", " 1260 1270")
     assert compare_digest(split, s).windows == {"@2"}
     assert compare_digest("garbage", s).winlinks_differ
+    resized = digest.replace("W@1.2.0.afbf,158x40,0,0,2", "W@1.2.0.afbf,158x39,0,0,2")
+    assert compare_digest(resized, s).windows == {"@1"}
+    zoomed = digest.replace("W@1.2.0.", "W@1.2.1.")
+    assert compare_digest(zoomed, s).windows == {"@1"}
 
 
 # ----------------------------------------------------------------------------------------------
