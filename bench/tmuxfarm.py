@@ -33,7 +33,8 @@ LOCATION_FIELDS = (
     "pane_at_left", "pane_at_right", "pane_at_top", "pane_at_bottom", "pane_dead",
     "pane_in_mode", "pane_current_command", "pane_current_path", "pane_title",
 )
-SEP = "\x1f"
+# TAB: tmux 3.4+ escapes other control characters in command output (\037 for \x1f).
+SEP = "\t"
 
 
 def clean_env() -> dict[str, str]:

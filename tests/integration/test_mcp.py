@@ -337,7 +337,7 @@ def _all_fields_listing(world: World, prefix: str = "") -> bytes:
         for line in world.tmux.run("display-message", "-a", "-p", "-t", "main:").splitlines()
         if "=" in line and line.startswith(prefix)
     ]
-    sep = "\x1f"
+    sep = "\t"  # tmux 3.4+ escapes other control characters in command output
     out = world.tmux.run("list-panes", "-a", "-F", sep.join(f"#{{{n}}}" for n in names))
     rows = [dict(zip(names, line.split(sep), strict=False)) for line in out.splitlines()]
     return json.dumps(rows).encode()
