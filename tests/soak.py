@@ -396,7 +396,9 @@ class Daemon:
             argv += ["-S", s]
         argv += self.extra
         env = tmux_env()
-        env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO), env.get("PYTHONPATH", "")) if p
+        )
         env.pop("TMUXLOCD_SOCKET", None)
         log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         nofile = self.nofile
@@ -677,7 +679,9 @@ class Stream:
             old = self.replica.pop(key, None)
             if old is None:
                 self.problems.append(f"{event.id}: pane.removed for unknown {key}")
-            elif old != event.last:
+            elif old != event.last and "min_interval_ms" not in self.params:
+                # (With min_interval_ms, `last` is where the pane really was last, which may
+                # be a change the interval merged away.)
                 self.problems.append(f"{event.id}: pane.removed's last differs from ours")
         elif kind == "server.down":
             path = event.server.socket_path
@@ -744,6 +748,7 @@ async def check_against_tmux(
     daemon: Daemon, stream: Stream | None, socket_path: str, *, barrier: bool = True,
     panes_listing: bool = False, neighbors: bool = False,
     scoped: tuple[Stream, str] | None = None,
+    coalesced: Stream | None = None,
 ) -> Truth | None:
     """One full comparison (raises AssertionError with the difference).
 
@@ -808,6 +813,24 @@ async def check_against_tmux(
                 + describe_diff(want_in, replayed())
             ) from None
         assert not sub.problems, "scoped stream broke the rules:\n" + "\n".join(sub.problems)
+    if coalesced is not None and seq is not None:
+        want_all = truth.locations() if truth else {}
+
+        def merged() -> dict[str, LocTuple]:
+            return {k: loc_tuple(v) for k, v in coalesced.locations(socket_path).items()}
+
+        # Its events come at most one per pane per interval, the latest state at the end of
+        # each: once the interval has passed it must agree.
+        try:
+            await wait_until(lambda: merged() == want_all, 5, "the min_interval_ms stream")
+        except AssertionError:
+            raise AssertionError(
+                "the min_interval_ms stream, replayed, differs from tmux:\n"
+                + describe_diff(want_all, merged())
+            ) from None
+        assert not coalesced.problems, (
+            "min_interval_ms stream broke the rules:\n" + "\n".join(coalesced.problems)
+        )
     return truth
 
 
@@ -886,11 +909,13 @@ class Walk:
     QUIET_SHARE = 0.1  # steps that wait for the daemon without the barrier
 
     def __init__(self, server: Server, daemon: Daemon, stream: Stream, seed: int,
-                 scoped: tuple[Stream, str] | None = None) -> None:
+                 scoped: tuple[Stream, str] | None = None,
+                 coalesced: Stream | None = None) -> None:
         self.server = server
         self.daemon = daemon
         self.stream = stream
         self.scoped = scoped  # a stream of one session, and that session's id
+        self.coalesced = coalesced  # a stream with ?min_interval_ms
         self.seed = seed
         self.rng = random.Random(seed)
         self.stats = Stats()
@@ -1260,7 +1285,7 @@ class Walk:
         neighbors = self.stats.steps % 5 == 0
         self.truth = await check_against_tmux(
             self.daemon, self.stream, self.sock, panes_listing=listing, neighbors=neighbors,
-            scoped=self.scoped,
+            scoped=self.scoped, coalesced=self.coalesced if listing else None,
         )
         self.stats.barrier_checks += 1
         await self.follow_a_session()
@@ -1323,8 +1348,8 @@ class Walk:
     def failure(self, step: int, exc: BaseException) -> str:
         return (
             f"random walk failed at step {step} (seed {self.seed}; rerun with "
-            f"TMUXLOCD_SEED={self.seed}):\n{exc}\nlast operations:\n  "
-            + "\n  ".join(self.recent)
+            f"TMUXLOCD_SEED={self.seed})\nlast operations, oldest first:\n  "
+            + "\n  ".join(self.recent) + f"\n{exc}"
         )
 
     async def run(self, steps: int, deadline: float | None = None,
@@ -1353,13 +1378,17 @@ async def start_walk(seed: int) -> tuple[Server, Daemon, Stream, Walk]:
     await stream.open()
     scoped = Stream(daemon, {"session": "$1"})
     await scoped.open()
-    return server, daemon, stream, Walk(server, daemon, stream, seed, (scoped, "$1"))
+    coalesced = Stream(daemon, {"min_interval_ms": "250"})
+    await coalesced.open()
+    return server, daemon, stream, Walk(server, daemon, stream, seed, (scoped, "$1"), coalesced)
 
 
 async def stop_walk(server: Server, daemon: Daemon, stream: Stream,
                     walk: Walk | None = None) -> None:
     if walk is not None and walk.scoped is not None:
         await walk.scoped[0].close()
+    if walk is not None and walk.coalesced is not None:
+        await walk.coalesced.close()
     await stream.close()
     await daemon.stop()
     server.kill()
