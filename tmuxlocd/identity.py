@@ -152,7 +152,14 @@ def _read(path: str) -> bytes:
 
 def read_stat(pid: int) -> ProcStat | None:
     try:
-        return parse_stat(_read(f"/proc/{pid}/stat").decode("utf-8", "replace"))
+        # One read: a stat line is well under 4 KiB (comm is at most 16 bytes), and this
+        # runs on every GET /v1/self.
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        return parse_stat(data.decode("utf-8", "replace"))
     except (OSError, ValueError, IndexError):
         return None
 
