@@ -97,6 +97,7 @@ RETRY_MAX = 2.0  # seconds between attempts while a server is down (capped backo
 # long (stopped, wedged) gets the model as it is rather than a request that never ends.
 SYNC_TIMEOUT = 10.0
 ROW_RETRY_DELAY = 1.0  # after rows that could not be parsed
+ATTACH_WAIT = 5.0  # for %session-changed after attaching
 WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is started again
 # After a hook wakes the waiter, a new waiter takes a few ms to register; two signals in that
 # gap cancel each other in tmux (wait-for semantics).  What they announced is not lost: the
@@ -149,6 +150,7 @@ class ServerObserver:
         # then wake it and it exits instead of waiting forever.
         self.channel = f"tmuxlocd-{os.getuid()}"
         self.synced = asyncio.Event()  # set after each first sync of an attachment
+        self._attached = asyncio.Event()  # %session-changed came: the attach is complete
         self._hooks_installed = False
         self._stopping = asyncio.Event()
         self._kick = asyncio.Event()  # a barrier is waiting: retry now, not after the backoff
@@ -267,11 +269,13 @@ class ServerObserver:
         sid = min(sessions, key=lambda s: (s[1] == 0, id_number(s[0])))[0]
         client = ControlClient(self._on_event)
         self.attached_session = sid
+        self._attached.clear()
         await client.start(self.tmux, self.socket_path, sid)
         self.client = client
         sync_task: asyncio.Task[None] | None = None
         waiter_task: asyncio.Task[None] | None = None
         try:
+            await self._until_attached(client)
             (info,) = await client.run(
                 ("display-message", "-p", "#{pid}\t#{version}\t#{client_name}")
             )
@@ -293,7 +297,12 @@ class ServerObserver:
                     await client.run(("wait-for", "-S", self.channel))
                     waiter_task = asyncio.create_task(self._waiter())
                 await self._install_hooks(client)
-            await client.run(("refresh-client", "-B", f"{DIGEST_NAME}::{DIGEST_FORMAT}"))
+            (sub,) = await client.run(
+                ("refresh-client", "-B", f"{DIGEST_NAME}::{DIGEST_FORMAT}")
+            )
+            if not sub.ok:
+                # Without it the safety net would be off, silently, for the whole attachment.
+                raise TmuxUnavailable("digest subscription refused: " + " ".join(sub.lines))
             self.synced.set()
             sync_task = asyncio.create_task(self._sync_loop())
             await client.closed.wait()
@@ -319,6 +328,23 @@ class ServerObserver:
             self.synced.clear()
             if self.hub.server(self.socket_path).observer == "attached":
                 self.hub.set_observer(self.socket_path, "down")
+
+    async def _until_attached(self, client: ControlClient) -> None:
+        """tmux may run the commands a new control client sends before its attach completes
+        (seen on 3.3a): those that need a current client then fail ("no current client":
+        refresh-client, so no digest) or come out empty (#{client_name}).  %session-changed
+        says the attach is done."""
+        attached = asyncio.ensure_future(self._attached.wait())
+        closed = asyncio.ensure_future(client.closed.wait())
+        try:
+            await asyncio.wait(
+                (attached, closed), timeout=ATTACH_WAIT, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            attached.cancel()
+            closed.cancel()
+        if not self._attached.is_set():
+            raise TmuxUnavailable("the attach did not complete")
 
     # ------------------------------------------------------------------ hooks
 
@@ -440,7 +466,9 @@ class ServerObserver:
             ):
                 self.mark(windows=(w,))
             case SessionChanged(session_id=sid):
-                # Our client was moved to another session: the hooks' guard must follow.
+                # The attach completed, or our client was moved to another session: the
+                # hooks' guard must follow.
+                self._attached.set()
                 self.attached_session = sid
                 self._rehook = self._hooks_installed
                 self.mark(structure=True)
