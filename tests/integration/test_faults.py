@@ -609,3 +609,32 @@ async def test_tmux_segfault_with_a_control_client(rig: Rig) -> None:
         assert rig.stream.locations(rig.sock) == {}
         await rig.server.start("A")
     await rig.healthy()
+
+
+async def test_safety_net_after_every_reattach(rig: Rig) -> None:
+    """The digest (the only thing that catches a silent respawn-pane) works after each of
+    several re-attachments.  tmux 3.3a may run a new control client's first commands before
+    its attach completes, and then refuses the subscription ("no current client")."""
+    for round_ in range(6):
+        (pid, _), = await rig.control_clients()
+        os.kill(pid, signal.SIGKILL)
+
+        async def replaced(old: int = pid) -> bool:
+            clients = await rig.control_clients()
+            return len(clients) == 1 and clients[0][0] != old
+
+        await wait_until(replaced, 10, "a new control client")
+        target = "B:0.0" if round_ % 2 else "A:0.0"
+        await tmux_ok(rig.sock, "respawn-pane", "-k", "-t", target)
+        truth = await read_truth(rig.sock)
+        assert truth is not None
+        pane = (await tmux_ok(rig.sock, "display-message", "-p", "-t", target,
+                              "#{pane_id}")).strip()
+        new_pid = truth.panes[pane][4]
+
+        async def seen(pane: str = pane, new_pid: int = new_pid) -> bool:
+            status, body = await rig.daemon.get(f"/v1/panes/{pane[1:]}")
+            return status == 200 and body["pane"]["pid"] == new_pid
+
+        await wait_until(seen, 4, f"the respawn of {pane} seen without /v1/sync (round {round_})")
+    await rig.healthy()
