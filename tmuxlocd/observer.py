@@ -414,32 +414,53 @@ class ServerObserver:
             # control connection); they are never applied, since they may be older than a
             # re-read already done.  The environment is cut to PATH: tmux copies a client's
             # environment into the server.
-            proc = await asyncio.create_subprocess_exec(
-                self.tmux, "-S", self.socket_path,
-                "wait-for", self.channel, ";", *LIST_WINDOWS,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                env={"PATH": os.environ.get("PATH", os.defpath)},
-                start_new_session=True,
+            spawn = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    self.tmux, "-S", self.socket_path,
+                    "wait-for", self.channel, ";", *LIST_WINDOWS,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.DEVNULL,
+                    env={"PATH": os.environ.get("PATH", os.defpath)},
+                    start_new_session=True,
+                )
             )
             try:
-                out, _ = await proc.communicate()
+                proc = await asyncio.shield(spawn)
+            except asyncio.CancelledError:
+                # Cancelled while the process was being made: it may exist all the same.
+                with contextlib.suppress(Exception):
+                    made = await spawn
+                    with contextlib.suppress(ProcessLookupError):
+                        made.kill()
+                    await made.communicate()
+                raise
+            try:
+                assert proc.stdout is not None
+                # The listing is complete at EOF, which comes as the client exits: act on it
+                # then, before learning the exit status (that takes a child-watcher round).
+                out = await proc.stdout.read()
+                if out and not self._stopping.is_set():
+                    self._dirty_from_window_rows(out.decode("utf-8", "replace").splitlines())
+                    # Let the sync loop send its query before the next waiter's fork.
+                    await asyncio.sleep(0)
+                rc = await proc.wait()
             except asyncio.CancelledError:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
-                await proc.wait()
+                await proc.communicate()  # to EOF too: the pipe's transport then closes
                 raise
             if self._stopping.is_set():
                 return
-            if proc.returncode != 0:
+            if rc != 0:
                 await self._pause(pause)
                 pause = min(pause * 2, RETRY_MAX)
                 # hooks may have fired while nobody waited
                 self.mark(layouts=True)
                 continue
             pause = WAITER_RETRY_MIN
-            self._dirty_from_window_rows(out.decode("utf-8", "replace").splitlines())
+            if not out:
+                self.mark(layouts=True)  # woken, but the listing was lost: read it ourselves
 
     def _dirty_from_window_rows(self, lines: list[str]) -> None:
         """Mark what a window listing shows to differ from the model."""
