@@ -45,7 +45,9 @@ from typing import Any
 import aiohttp
 import msgspec
 
+from tmuxlocd.errors import LayoutError
 from tmuxlocd.events import Event, event_decoder, event_type, pane_key
+from tmuxlocd.layout import pane_rects, parse_layout
 from tmuxlocd.location import Location, changed_fields
 from tmuxlocd.names import unvis
 
@@ -335,12 +337,35 @@ def geometry_neighbors(truth: Truth, wid: str) -> dict[str, dict[str, dict[str, 
     return out
 
 
+LAYOUT_DISAGREEMENTS: list[str] = []  # tmux's layout string vs its own pane geometry
+
+
+def layout_agrees(truth: Truth, wid: str) -> bool:
+    """Does tmux's window_layout place each pane where its pane_left/top/width/height say?
+    SPEC §3 computes neighbours from the layout, so where tmux itself disagrees the
+    geometry cannot judge them."""
+    try:
+        rects = pane_rects(parse_layout(truth.windows[wid][1]))
+    except LayoutError:
+        return False
+    for pane in truth.panes_of(wid):
+        r = rects.get(int(pane[1:]))
+        if r is None or (r.left, r.top, r.width, r.height) != truth.panes[pane][5:9]:
+            LAYOUT_DISAGREEMENTS.append(
+                f"{wid} {truth.windows[wid][1]}: {pane} at {truth.panes[pane][5:9]}, layout {r}"
+            )
+            return False
+    return True
+
+
 def check_neighbors(truth: Truth, replica: Mapping[str, Location]) -> list[str]:
     problems: list[str] = []
     by_id = {loc.pane.id: loc for loc in replica.values()}
     for wid, (_, _, zoomed, _) in truth.windows.items():
         if zoomed:
             continue  # pane geometry is the zoomed one there; the layout is not
+        if not layout_agrees(truth, wid):
+            continue
         for pane, dirs in geometry_neighbors(truth, wid).items():
             loc = by_id.get(pane)
             if loc is None:
@@ -1427,6 +1452,9 @@ async def soak(steps: int, seed: int, minutes: float | None) -> int:
     rss1 = daemon.rss_kib() if alive else 0
     errors = daemon.log_errors()
     print(f"seed {seed}: {walk.stats.summary()}")
+    if LAYOUT_DISAGREEMENTS:
+        print(f"tmux's layout disagreed with its pane geometry {len(LAYOUT_DISAGREEMENTS)} "
+              f"times (neighbours not judged there), e.g. {LAYOUT_DISAGREEMENTS[0]}")
     print(f"elapsed {elapsed:.0f} s ({walk.stats.steps / max(elapsed, 1e-9):.1f} steps/s); "
           f"daemon alive {alive}, RSS {rss0} -> {rss1} KiB; stream events "
           f"{dict(stream.types)}; stream problems {len(stream.problems)}; "
