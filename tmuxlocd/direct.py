@@ -29,6 +29,7 @@ from tmuxlocd.model import (
     SESSION_FORMAT,
     WINDOW_FORMAT,
     ServerState,
+    join_rows,
     state_from_rows,
 )
 from tmuxlocd.names import output_escapes_dollars, undo_output_dollars
@@ -68,13 +69,23 @@ def query_argv(tmux: str, socket: str) -> list[str]:
 def parse_query(socket: str, output: str) -> ServerState:
     """The output of ``query_argv`` -> a ServerState (rows sorted out by their tag)."""
     rows: dict[str, list[str]] = {"S": [], "W": [], "P": [], "V": []}
+    tag = ""
     for line in output.split("\n"):
+        if tag == "W" and line[:2] not in ("P\t", "V\t"):
+            # A window name given with new-window -n is stored raw and may hold a line
+            # feed: until the pane rows begin, join_rows sorts continuations from rows.
+            rows["W"].append(line)
+            continue
         if not line:
             continue
-        bucket = rows.get(line[:1])
+        tag = line[:1]
+        bucket = rows.get(tag)
         if bucket is None or line[1:2] != "\t":
             raise RowError(f"unexpected row {line!r}")
         bucket.append(line)
+    rows["W"] = join_rows(rows["W"], "W")
+    if rows["W"] and rows["W"][-1] == "":
+        rows["W"].pop()
     pid: int | None = None
     version = ""
     if rows["V"]:

@@ -586,3 +586,18 @@ def test_direct_where_without_tty(tmp_path: Path) -> None:
     assert answer["inside_tmux"] is False
     assert answer["reason"] == "no_controlling_tty"
     assert answer["caller"]["env_pane"] == "%7"
+
+
+def test_direct_query_keeps_a_raw_line_feed_in_a_window_name() -> None:
+    """tmux stores `new-window -n` names as given: a LF splits the row, and is rejoined."""
+    out = (
+        "S\t$0\t1\tmain\n"
+        "W\t$0\t@0\t0\t1\t0\t%0\tafbd,158x40,0,0,0\tbad\nname\n"
+        "W\t$0\t@1\t1\t0\t0\t%1\tafbe,158x40,0,0,1\tok\n"
+        "P\t@0\t%0\t0\t1\t/dev/pts/1\t10\t0\t0\t158\t40\t0\n"
+        "P\t@1\t%1\t0\t1\t/dev/pts/2\t11\t0\t0\t158\t40\t0\n"
+        "V\t42\t3.3a\n"
+    )
+    state = direct.parse_query("/s", out)
+    assert {w.id: w.name for w in state.windows.values()} == {"@0": "bad\nname", "@1": "ok"}
+    assert sorted(state.panes) == ["%0", "%1"]
