@@ -1034,7 +1034,10 @@ class _Stream:
             if cached is not None and cached[0] == snap.seq and cached[1] == self.hub.instance:
                 return cached[2]
             frame = self.frame_event(snap.event)
-            if len(_SNAPSHOT_FRAMES) >= 64:
+            # Only frames of the current event are worth keeping: older ones never match.
+            if len(_SNAPSHOT_FRAMES) >= 64 or any(
+                seq != snap.seq for seq, _, _ in _SNAPSHOT_FRAMES.values()
+            ):
                 _SNAPSHOT_FRAMES.clear()
             _SNAPSHOT_FRAMES[key] = (snap.seq, self.hub.instance, frame)
             return frame
