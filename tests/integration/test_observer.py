@@ -136,13 +136,13 @@ class Rig:
 @pytest.fixture
 async def rig() -> AsyncIterator[Rig]:
     srv = TmuxServer()
-    srv.start("A")
-    srv.run("new-session", "-d", "-s", "B", "-x", "160", "-y", "48")
     hub = Hub()
     watcher = Watcher(hub, Config(socket_path=(srv.socket_path,)))
-    await watcher.start()
-    await watcher.wait_synced(10)
-    try:
+    try:  # from here on, whatever fails, the server is killed
+        srv.start("A")
+        srv.run("new-session", "-d", "-s", "B", "-x", "160", "-y", "48")
+        await watcher.start()
+        await watcher.wait_synced(10)
         with hub.subscribe(lambda e: True) as sub:
             r = Rig(srv, hub, watcher, sub)
             apply(r.replica, hub.snapshot())
@@ -390,6 +390,13 @@ async def test_discovers_servers_in_socket_directory(monkeypatch: pytest.MonkeyP
 
 async def test_no_side_effects() -> None:
     srv = TmuxServer()
+    try:
+        await _check_no_side_effects(srv)
+    finally:
+        srv.kill()  # whatever failed: never leave a tmux server behind
+
+
+async def _check_no_side_effects(srv: TmuxServer) -> None:
     srv.start("A", width=100, height=30)
     srv.run("new-session", "-d", "-s", "B", "-x", "90", "-y", "20")
     srv.run("set-environment", "-t", "A", "SSH_AUTH_SOCK", "/user/agent.sock")
@@ -425,7 +432,6 @@ async def test_no_side_effects() -> None:
         await watcher.stop()
     after = facts()
     assert after == before, "state differs after the daemon left (hooks not removed?)"
-    srv.kill()
 
 
 @pytest.mark.skipif(VERSION < (3, 4), reason="3.3 shows configuration errors in a pane")
