@@ -25,11 +25,17 @@ from tmuxlocd.api import create_app
 from tmuxlocd.hub import Hub
 from tmuxlocd.layout import pane_rects, parse_layout
 from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, sort_winlinks
+from tmuxlocd.observer import resolve_server
 
 # The SPEC §3/§4 example window.  The SPEC's string carries checksum b25d, which is not the
 # checksum of its body (4c30); it is used as-is where only text matters (the text form), and
 # the valid string where neighbours are computed.
 SPEC_LAYOUT = "b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}"
+# Two servers by -L name, and layouts of three panes (%3 | %4 over %5) and of one (%7).
+A = resolve_server("tla-alpha")
+B = resolve_server("tla-beta")
+L3 = "1a1d,158x40,0,0{79x40,0,0,3,78x40,80,0[78x20,80,0,4,78x19,80,21,5]}"
+L1 = "b264,80x24,0,0,7"
 LAYOUT_2 = "4c30,158x40,0,0{79x40,0,0,3,78x40,80,0,4}"
 
 

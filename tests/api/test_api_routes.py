@@ -11,9 +11,13 @@ import pytest
 from aiohttp import web
 
 from tests.api.apitest import (
+    L1,
+    L3,
     LAYOUT_2,
     SPEC_LAYOUT,
+    A,
     Api,
+    B,
     Win,
     make_state,
     serve_api,
@@ -22,12 +26,6 @@ from tests.api.apitest import (
 from tmuxlocd.api import create_app
 from tmuxlocd.hub import Hub
 from tmuxlocd.model import ServerState
-from tmuxlocd.observer import resolve_server
-
-A = resolve_server("tla-alpha")
-B = resolve_server("tla-beta")
-L3 = "1a1d,158x40,0,0{79x40,0,0,3,78x40,80,0[78x20,80,0,4,78x19,80,21,5]}"
-L1 = "b264,80x24,0,0,7"
 
 SPEC_TEXT = (
     "tmux location:\n"

@@ -12,9 +12,13 @@ from urllib.parse import quote
 import pytest
 
 from tests.api.apitest import (
+    L1,
+    L3,
     LAYOUT_2,
     SPEC_LAYOUT,
+    A,
     Api,
+    B,
     StreamReader,
     Win,
     make_state,
@@ -25,12 +29,7 @@ from tests.tmuxtest import wait_until
 from tmuxlocd.api import STREAMS
 from tmuxlocd.hub import Hub
 from tmuxlocd.model import ServerState
-from tmuxlocd.observer import resolve_server
 
-A = resolve_server("tla-alpha")
-B = resolve_server("tla-beta")
-L3 = "1a1d,158x40,0,0{79x40,0,0,3,78x40,80,0[78x20,80,0,4,78x19,80,21,5]}"
-L1 = "b264,80x24,0,0,7"
 L_MOVED = "c1b3,80x24,0,0[80x12,0,0,7,80x11,0,13,5]"
 L9 = "b266,80x24,0,0,9"
 L10 = "595f,80x24,0,0,10"

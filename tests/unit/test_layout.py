@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.tools import capture_layouts
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.layout import (
     MAX_DEPTH,
@@ -281,20 +279,10 @@ def test_mutated_captures(body: str, edits: list[tuple[str, int, str]]) -> None:
 # --- live tmux ------------------------------------------------------------------------------
 
 
-def _capture_tool() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "tools" / "capture_layouts.py"
-    spec = importlib.util.spec_from_file_location("capture_layouts", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("capture_layouts", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs a tmux binary")
 def test_live_layouts_match_tmux() -> None:
-    tool = _capture_tool()
+    tool = capture_layouts
     live = tool.capture_all(
         ["single", "nested-3-deep", "uneven-grid", "zoomed", "tiny-tiled-6"],
         directions=False,

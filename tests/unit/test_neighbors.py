@@ -9,20 +9,18 @@ tests can demand: our list == tmux's non-wrapped candidates that really share ed
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 import time
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.tools import capture_layouts
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.layout import (
     DIRECTIONS,
@@ -320,19 +318,9 @@ def test_random_tree_neighbors(tree: LayoutCell) -> None:
 # --- live tmux ------------------------------------------------------------------------------
 
 
-def _capture_tool() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "tools" / "capture_layouts.py"
-    spec = importlib.util.spec_from_file_location("capture_layouts", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("capture_layouts", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs a tmux binary")
 def test_live_neighbors_match_tmux() -> None:
-    tool = _capture_tool()
+    tool = capture_layouts
     for cap in tool.capture_all(["offset-columns", "uneven-grid", "nested-3-deep"]).values():
         check_against_tmux(cap)
