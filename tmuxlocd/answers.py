@@ -132,6 +132,7 @@ class ServerHealth(msgspec.Struct, frozen=True, kw_only=True):
     panes: int = 0
     observer: str = "down"
     last_sync_age_s: float | None = None
+    last_error: str | None = None  # while observer is "error": the command and tmux's words
 
 
 class Health(msgspec.Struct, frozen=True, kw_only=True):
@@ -140,6 +141,13 @@ class Health(msgspec.Struct, frozen=True, kw_only=True):
     uptime_s: float = 0.0
     servers: tuple[ServerHealth, ...] = ()
     subscribers: int = 0
+
+
+class ServerFailure(msgspec.Struct, frozen=True, kw_only=True):
+    """One server a barrier could not re-read (503 sync_failed), and why."""
+
+    socket_path: str
+    error: str
 
 
 class SyncAnswer(msgspec.Struct, frozen=True):

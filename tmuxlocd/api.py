@@ -38,6 +38,7 @@ from tmuxlocd.answers import (
     PaneNeighbors,
     PaneSummaryList,
     SelfAnswer,
+    ServerFailure,
     ServerHealth,
     SyncAnswer,
     Tree,
@@ -46,7 +47,7 @@ from tmuxlocd.answers import (
     TreeWindow,
     summary_of,
 )
-from tmuxlocd.errors import LayoutError
+from tmuxlocd.errors import LayoutError, SyncFailed
 from tmuxlocd.events import (
     CHANGE_TYPES,
     HEARTBEAT_JSON,
@@ -96,18 +97,25 @@ class ApiError(Exception):
     """An answer with an error body; raised anywhere below a handler."""
 
     def __init__(
-        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        code: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+        servers: tuple[ServerFailure, ...] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers or {}
+        self.servers = servers
 
 
-class _ErrorBody(msgspec.Struct, frozen=True):
+class _ErrorBody(msgspec.Struct, frozen=True, omit_defaults=True):
     code: str
     message: str
+    servers: tuple[ServerFailure, ...] | None = None  # sync_failed: which, and why
 
 
 class _Error(msgspec.Struct, frozen=True):
@@ -115,13 +123,27 @@ class _Error(msgspec.Struct, frozen=True):
 
 
 def error_response(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None
+    status: int,
+    code: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+    servers: tuple[ServerFailure, ...] | None = None,
 ) -> web.Response:
     return web.Response(
         status=status,
-        body=encoder.encode(_Error(_ErrorBody(code, message))),
+        body=encoder.encode(_Error(_ErrorBody(code, message, servers))),
         content_type="application/json",
         headers=headers,
+    )
+
+
+def sync_failed(exc: SyncFailed) -> ApiError:
+    """503 ``sync_failed``: the re-read a barrier or ?fresh=1 asked for was not published."""
+    servers = tuple(
+        ServerFailure(socket_path=path, error=why) for path, why in sorted(exc.servers.items())
+    )
+    return ApiError(
+        503, "sync_failed", f"tmux could not be re-read: {exc}", {"Retry-After": "1"}, servers
     )
 
 
@@ -209,7 +231,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         _guard(request)
         return await handler(request)
     except ApiError as exc:
-        return error_response(exc.status, exc.code, exc.message, exc.headers)
+        return error_response(exc.status, exc.code, exc.message, exc.headers, exc.servers)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -447,7 +469,10 @@ class _Query:
     async def fresh(self) -> None:
         if _flag(self.request, "fresh"):
             # Shielded: a client hanging up must not cancel a re-sync others may share.
-            await asyncio.shield(self.hub.sync())
+            try:
+                await asyncio.shield(self.hub.sync())
+            except SyncFailed as exc:
+                raise sync_failed(exc) from None
 
 
 def _ambiguous(kind: str, ident: str, paths: Iterable[str]) -> ApiError:
@@ -738,13 +763,16 @@ async def get_health(request: web.Request) -> web.StreamResponse:
             panes=len(entry.state.panes),
             observer=entry.observer,
             last_sync_age_s=None if entry.last_sync is None else round(now - entry.last_sync, 3),
+            last_error=entry.last_error,
         )
         for path, entry in sorted(hub.servers.items())
     )
     return _json(
         request,
         Health(
-            status="ok",
+            # "degraded": some server cannot be read, and what the daemon answers for it may
+            # be stale; each such server's last_error says why.
+            status="degraded" if hub.degraded() else "ok",
             version=__version__,
             uptime_s=round(now - hub.started, 3),
             servers=servers,
@@ -756,7 +784,10 @@ async def get_health(request: web.Request) -> web.StreamResponse:
 async def post_sync(request: web.Request) -> web.StreamResponse:
     q = _Query(request)
     server = q.server()
-    seq = await asyncio.shield(q.hub.sync(server))
+    try:
+        seq = await asyncio.shield(q.hub.sync(server))
+    except SyncFailed as exc:
+        raise sync_failed(exc) from None
     return web.Response(body=encoder.encode(SyncAnswer(seq)), content_type="application/json")
 
 

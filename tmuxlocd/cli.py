@@ -689,6 +689,9 @@ def cmd_status(ns: argparse.Namespace) -> int:
                 f"  {srv.socket_path}: observer {srv.observer}, {srv.sessions} sessions, "
                 f"{srv.windows} windows, {srv.panes} panes{age}"
             )
+            if srv.last_error:
+                # What the daemon shows of this server may be stale until this clears.
+                print(f"    error: {srv.last_error}")
         return EXIT_OK if health.status == "ok" else EXIT_ERROR
 
     return _run_client(run)

@@ -16,7 +16,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from tmuxlocd.errors import ProtocolError, TmuxUnavailable
+from tmuxlocd.errors import CommandTimeout, ProtocolError, TmuxUnavailable
 from tmuxlocd.protocol import (
     NEED_DATA,
     ConfigError,
@@ -56,7 +56,10 @@ class ControlClient:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
-    async def start(self, tmux: str, socket_path: str, session_id: str) -> None:
+    async def start(
+        self, tmux: str, socket_path: str, session_id: str, *, attach: str = "attach-session"
+    ) -> None:
+        """``attach`` is the spelling of attach-session that no command alias takes over."""
         # -u: names come through as UTF-8 whatever the locale; -f /dev/null: should the server
         # die between our probe and this attach, a server started by it loads no config and
         # exits; -E: the session's update-environment is left alone; the client flags keep
@@ -69,7 +72,7 @@ class ControlClient:
             "-f",
             os.devnull,
             "-C",
-            "attach-session",
+            attach,
             "-E",
             "-t",
             session_id,
@@ -145,17 +148,20 @@ class ControlClient:
         futures = [loop.create_future() for _ in commands]
         self._pending.extend(futures)
         try:
-            self._proc.stdin.write(data)
-            await self._proc.stdin.drain()
+            # The write is inside the deadline too: a tmux that stops reading its client
+            # fills the pipe, and drain() would otherwise wait for ever.
             async with asyncio.timeout(timeout):
+                self._proc.stdin.write(data)
+                await self._proc.stdin.drain()
                 return list(await asyncio.gather(*futures))
         except (ConnectionError, BrokenPipeError) as exc:
             await self.close()
             raise TmuxUnavailable(f"control client pipe closed: {exc}") from None
         except TimeoutError:
-            log.warning("tmux did not answer within %.0f s; reconnecting", timeout)
+            # Logged by the owner, once per episode; the connection is out of step now.
             await self.close()
-            raise TmuxUnavailable("tmux did not answer in time") from None
+            names = ", ".join(dict.fromkeys(argv[0] for argv in commands if argv))
+            raise CommandTimeout(names, f"no answer within {timeout:g} s") from None
 
     async def close(self) -> None:
         """End the client: EOF on stdin detaches it (tmux sends %exit); then make sure."""

@@ -25,3 +25,28 @@ class ConfigError(TmuxlocdError):
 
 class TmuxUnavailable(TmuxlocdError):
     """The tmux server is not running or the control client went away."""
+
+
+class CommandFailed(TmuxUnavailable):
+    """A command the daemon sent got ``%error``, a short or malformed answer, or no answer.
+
+    ``command`` is the command's name and ``detail`` what tmux said (or that it said nothing),
+    so that health and the log can name both.
+    """
+
+    def __init__(self, command: str, detail: str) -> None:
+        super().__init__(f"{command}: {detail}")
+        self.command = command
+        self.detail = detail
+
+
+class CommandTimeout(CommandFailed):
+    """tmux did not answer a command before its deadline."""
+
+
+class SyncFailed(TmuxlocdError):
+    """A barrier's re-read was not published: ``servers`` maps socket paths to why."""
+
+    def __init__(self, servers: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{path}: {why}" for path, why in sorted(servers.items())))
+        self.servers = servers

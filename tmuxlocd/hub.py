@@ -23,6 +23,7 @@ from typing import Literal
 
 import msgspec
 
+from tmuxlocd.errors import SyncFailed
 from tmuxlocd.events import (
     ChangeEvent,
     Event,
@@ -62,6 +63,8 @@ class ServerEntry:
         self.builder = LocationBuilder()
         self.locations: dict[str, Location] = self.builder.locations
         self.observer: ObserverStatus = "down"
+        # While observer == "error": the failing command and tmux's words.
+        self.last_error: str | None = None
         self.last_sync: float | None = None  # time.monotonic() of the last applied re-sync
 
     @property
@@ -126,8 +129,9 @@ class Hub:
         self._clock = clock
         self._rdev_cache: dict[str, int] = {}
         self._by_rdev: dict[int, list[tuple[str, str]]] | None = None
-        # Set by the daemon: re-sync every server now (or one), returning once published.
-        self.syncer: Callable[[str | None], Awaitable[None]] | None = None
+        # Set by the daemon: re-sync every server now (or one), returning once published;
+        # its answer maps each server whose re-read was not published to why.
+        self.syncer: Callable[[str | None], Awaitable[dict[str, str]]] | None = None
         # Set by the daemon: a hook or client asked for a re-sync (coalesced, no waiting).
         self.notifier: Callable[[str | None], None] | None = None
 
@@ -158,8 +162,12 @@ class Hub:
             entry = self.servers[socket_path] = ServerEntry(socket_path)
         return entry
 
-    def set_observer(self, socket_path: str, status: ObserverStatus) -> None:
-        self.server(socket_path).observer = status
+    def set_observer(
+        self, socket_path: str, status: ObserverStatus, error: str | None = None
+    ) -> None:
+        entry = self.server(socket_path)
+        entry.observer = status
+        entry.last_error = error if status == "error" else None
 
     def update(self, state: ServerState) -> list[Published]:
         """Apply a fresh re-sync of one server; publish and return its events."""
@@ -182,6 +190,7 @@ class Hub:
         """The server went away: its panes are removed, then ``server.down``."""
         entry = self.server(socket_path)
         entry.observer = status
+        entry.last_error = None
         if not entry.state.running:
             return []
         ref = entry.ref
@@ -291,10 +300,18 @@ class Hub:
     # ------------------------------------------------------------------ syncing
 
     async def sync(self, server: str | None = None) -> str:
-        """The barrier of POST /v1/sync: re-sync, publish, then return the last event id."""
+        """The barrier of POST /v1/sync: re-sync, publish, then return the last event id.
+
+        Raises ``SyncFailed`` when any server's re-read was not published: a barrier never
+        claims a re-read it did not make."""
         if self.syncer is not None:
-            await self.syncer(server)
+            failed = await self.syncer(server)
+            if failed:
+                raise SyncFailed(failed)
         return self.event_id()
+
+    def degraded(self) -> bool:
+        return any(entry.observer == "error" for entry in self.servers.values())
 
     def notify(self, server: str | None = None) -> None:
         if self.notifier is not None:

@@ -30,10 +30,10 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from tmuxlocd import protocol
+from tmuxlocd import protocol, spelling
 from tmuxlocd.config import Config
 from tmuxlocd.control import ControlClient, tmux_env
-from tmuxlocd.errors import RowError, TmuxUnavailable
+from tmuxlocd.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
 from tmuxlocd.hub import Hub
 from tmuxlocd.model import (
     DIGEST_FORMAT,
@@ -92,12 +92,21 @@ LIST_SESSIONS = ("list-sessions", "-F", SESSION_FORMAT)
 LIST_WINDOWS = ("list-windows", "-a", "-F", WINDOW_FORMAT)
 LIST_PANES = ("list-panes", "-a", "-F", PANE_FORMAT)
 
-RETRY_MAX = 2.0  # seconds between attempts while a server is down (capped backoff)
+RETRY_MAX = 2.0  # seconds between attempts while a server is down or failing (capped backoff)
 # The longest a barrier (/v1/sync) waits for tmux: a server that answers nothing for this
-# long (stopped, wedged) gets the model as it is rather than a request that never ends.
+# long (stopped, wedged) makes the barrier fail (503), never answer with the model as it was.
 SYNC_TIMEOUT = 10.0
-ROW_RETRY_DELAY = 1.0  # after rows that could not be parsed
 ATTACH_WAIT = 5.0  # for %session-changed after attaching
+PROBE_TIMEOUT = 5.0  # for the plain clients that read aliases and sessions before attaching
+# A control client that ends before its attach completes is a race once (the session was
+# killed between the probe and the attach); twice in a row it is a failure to report.
+EARLY_EXITS = 2
+# A window whose own listing fails while the structure still lists it, this many times in
+# a row, is a failing command (not a window that just went away).
+WINDOW_MISSES = 2
+# A barrier fails after this many failed attempts made while it waits (the first may fail on
+# a connection chosen before the user's aliases changed; the next attachment reads them).
+BARRIER_TRIES = 3
 WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is started again
 # After a hook wakes the waiter, a new waiter takes a few ms to register; two signals in that
 # gap cancel each other in tmux (wait-for semantics).  What they announced is not lost: the
@@ -168,10 +177,20 @@ class ServerObserver:
         self._dirty_windows: set[str] = set()
         self.attached_session = ""
         self._rehook = False
-        self._retry: asyncio.TimerHandle | None = None
-        # barrier: requests are numbered; the sync loop records the last one it served
+        # The spelling of each command that no command-alias of the user's takes over.
+        self.spell = spelling.PLAIN
+        # The failure episode under way (None while the server reads well): one WARNING
+        # when it starts, one INFO when it ends, debug in between.
+        self.error: str | None = None
+        self._early_exits = 0
+        self._window_misses: dict[str, int] = {}
+        # barrier: requests are numbered; the sync loop records the last one it served, and
+        # the last one a failed re-read could not serve (with why)
         self._requested = 0
         self._served = 0
+        self._failed = 0
+        self._failure = ""
+        self._tries = 0  # failed attempts since the oldest pending barrier was asked for
         self._served_cond = asyncio.Condition()
 
     # ------------------------------------------------------------------ lifecycle
@@ -210,44 +229,124 @@ class ServerObserver:
                 attached = await self._attempt()
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except (CommandFailed, RowError) as exc:
+                self._fail(str(exc))
+                attached = False
+            except Exception as exc:  # a defect of ours: reported like a failing tmux
                 log.exception("observer failed", extra={"tmux_socket": self.socket_path})
-                self.hub.set_observer(self.socket_path, "error")
+                self._fail(f"internal error: {exc!r}")
                 attached = False
             if self._stopping.is_set():
                 break
             if not socket_alive(self.socket_path):
                 self._went_down()
-            # It was up: re-attach at once; otherwise back off, capped.
-            backoff = 0.05 if attached else min(backoff * 2, RETRY_MAX)
+            # It was up and reading well: re-attach at once; otherwise back off, capped (a
+            # barrier waiting kicks the pause short).
+            backoff = 0.05 if attached and self.error is None else min(backoff * 2, RETRY_MAX)
+            if self._pending():
+                backoff = min(backoff, 0.2)  # a barrier waits: its tries come quickly
             await self._pause(backoff)
 
     def _went_down(self) -> None:
         self.sessions, self.winlinks, self.windows, self.panes = {}, (), {}, {}
         self._hooks_installed = False
+        self._early_exits = 0
+        if self.error is not None:
+            log.info("tmux server gone while failing (%s)", self.error,
+                     extra={"tmux_socket": self.socket_path})
+            self.error = None
         self.hub.server_down(self.socket_path)
         self._release_waiters()
 
-    async def _probe_sessions(self) -> list[tuple[str, int]] | None:
-        """``list-sessions`` as a plain client: it never starts a server (no STARTSERVER)."""
-        if not socket_alive(self.socket_path):
-            return None
+    def _fail(self, why: str) -> None:
+        """A command failed, or its answer could not be used: report it (health, one WARNING
+        per episode), fail the barriers waiting, and leave the attachment to be made anew."""
+        if self.error is None:
+            log.warning("cannot read tmux: %s; retrying with a fresh control client", why,
+                        extra={"tmux_socket": self.socket_path})
+        elif why != self.error:
+            log.debug("still cannot read tmux: %s", why, extra={"tmux_socket": self.socket_path})
+        self.error = why
+        self.hub.set_observer(self.socket_path, "error", why)
+        self._tries += 1
+        if self._tries >= BARRIER_TRIES:
+            self._fail_waiters(why)
+
+    def _recovered(self) -> None:
+        if self.error is not None:
+            log.info("tmux reads well again (after: %s)", self.error,
+                     extra={"tmux_socket": self.socket_path})
+            self.error = None
+        self.hub.set_observer(self.socket_path, "attached")
+
+    async def _plain(self, *argv: str) -> tuple[int, list[str], str]:
+        """One command as a plain client (it never starts a server: no STARTSERVER), with a
+        deadline: exit status, output lines, the first line of its error output."""
         proc = await asyncio.create_subprocess_exec(
-            self.tmux, "-S", self.socket_path, "list-sessions", "-F",
-            "#{session_id} #{session_attached}",
+            self.tmux, "-S", self.socket_path, *argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
             env=tmux_env(),
+            start_new_session=True,
         )
-        out, _ = await proc.communicate()
-        if proc.returncode != 0:
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                out, err = await proc.communicate()
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.communicate()
+            raise CommandTimeout(argv[0], f"no answer within {PROBE_TIMEOUT:g} s") from None
+        errline = err.decode("utf-8", "replace").strip().partition("\n")[0]
+        rc = proc.returncode if proc.returncode is not None else -1
+        return rc, out.decode("utf-8", "replace").splitlines(), errline
+
+    async def _read_aliases(self) -> spelling.Spelling | None:
+        """Choose the commands' spellings from the server's command aliases (None: the
+        server is gone).  ``show-options`` itself may be taken over: then its other
+        spellings are tried, and an answer that is not an alias list is not believed."""
+        tried: list[str] = []
+        for word in spelling.spellings("show-options"):
+            if not socket_alive(self.socket_path):
+                return None
+            rc, lines, err = await self._plain(word, "-sv", "command-alias")
+            # A failing after-show-options hook of the user's makes the exit status 1 with
+            # the answer intact; an answer that parses is believed whatever the status.
+            names = spelling.parse_alias_names(lines) if rc == 0 or lines else None
+            if names is not None:
+                chosen = spelling.choose(names)
+                if chosen.describe() != self.spell.describe() and chosen.describe():
+                    log.info("%s", chosen.describe(), extra={"tmux_socket": self.socket_path})
+                return chosen
+            tried.append(f"{word}: {err or (lines[0] if lines else 'no alias list')}")
+        raise CommandFailed(
+            "show-options", "command-alias cannot be read (" + "; ".join(tried) + ")"
+        )
+
+    async def _probe_sessions(self) -> list[tuple[str, int]] | None:
+        """The sessions and how many clients each has (None: the server is gone)."""
+        if not socket_alive(self.socket_path):
             return None
+        spell = await self._read_aliases()
+        if spell is None:
+            return None
+        self.spell = spell
+        if spell.blocked:
+            raise CommandFailed(spell.blocked[0], spell.describe())
+        rc, lines, err = await self._plain(
+            *spell(("list-sessions", "-F", "#{session_id} #{session_attached}"))
+        )
+        if rc != 0 and not lines:  # (rows and status 1: a user's after-hook failed)
+            if not socket_alive(self.socket_path):
+                return None
+            raise CommandFailed("list-sessions", err or f"exit status {rc}")
         sessions = []
-        for line in out.decode("utf-8", "replace").splitlines():
+        for line in lines:
             sid, _, attached = line.partition(" ")
-            if sid.startswith("$") and attached.isdigit():
-                sessions.append((sid, int(attached)))
+            if not (sid.startswith("$") and sid[1:].isdigit() and attached.isdigit()):
+                raise CommandFailed("list-sessions", f"unexpected answer {line[:100]!r}")
+            sessions.append((sid, int(attached)))
         return sessions
 
     async def _attempt(self) -> bool:
@@ -270,48 +369,66 @@ class ServerObserver:
         client = ControlClient(self._on_event)
         self.attached_session = sid
         self._attached.clear()
-        await client.start(self.tmux, self.socket_path, sid)
+        await client.start(
+            self.tmux, self.socket_path, sid, attach=self.spell.word("attach-session")
+        )
         self.client = client
         sync_task: asyncio.Task[None] | None = None
         waiter_task: asyncio.Task[None] | None = None
         try:
             await self._until_attached(client)
+            self._early_exits = 0
             (info,) = await client.run(
-                ("display-message", "-p", "#{pid}\t#{version}\t#{client_name}")
+                self.spell(("display-message", "-p", "#{pid}\t#{version}\t#{client_name}"))
             )
-            if not info.ok or not info.lines:
-                raise TmuxUnavailable("could not read server facts")
-            pid, version, name = [*info.lines[0].split("\t"), "", "", ""][:3]
-            self.pid = int(pid) if pid.isdigit() else None
+            _check(("display-message",), info)
+            pid, version, name = [*info.lines[0].split("\t"), "", "", ""][:3] if info.lines else (
+                "", "", ""
+            )
+            if not pid.isdigit() or not version or not name:
+                raise CommandFailed("display-message", f"unexpected answer {info.lines[:1]!r}")
+            self.pid = int(pid)
             self.version, self.client_name = version, name
             # Barriers asked for before this full re-read are answered by it (their tickets
             # may have been lost with the previous client, mid-sync).
             ticket = self._requested
             await self._sync(full=True, structure=False, windows=set())
-            await self._serve(ticket)
-            self.hub.set_observer(self.socket_path, "attached")
             if self.use_hooks:
                 if not self._uses_message_hooks():
                     # Wakes a waiter left blocked by a daemon that was killed (same channel),
                     # so that it exits; ours then sees one spurious wake-up, a cheap re-read.
-                    await client.run(("wait-for", "-S", self.channel))
+                    (woke,) = await client.run(self.spell(("wait-for", "-S", self.channel)))
+                    _check(("wait-for",), woke)
                     waiter_task = asyncio.create_task(self._waiter())
                 await self._install_hooks(client)
             (sub,) = await client.run(
-                ("refresh-client", "-B", f"{DIGEST_NAME}::{DIGEST_FORMAT}")
+                self.spell(("refresh-client", "-B", f"{DIGEST_NAME}::{DIGEST_FORMAT}"))
             )
-            if not sub.ok:
-                # Without it the safety net would be off, silently, for the whole attachment.
-                raise TmuxUnavailable("digest subscription refused: " + " ".join(sub.lines))
+            # Without it the safety net would be off, silently, for the whole attachment.
+            _check(("refresh-client",), sub)
+            self._recovered()
+            await self._serve(ticket)
             self.synced.set()
             sync_task = asyncio.create_task(self._sync_loop())
             await client.closed.wait()
-            log.info(
-                "control client ended (%s)", client.exit_reason,
-                extra={"tmux_socket": self.socket_path},
-            )
+            if self.error is None:
+                log.info(
+                    "control client ended (%s)", client.exit_reason,
+                    extra={"tmux_socket": self.socket_path},
+                )
             return True
+        except CommandFailed:
+            raise
         except TmuxUnavailable as exc:
+            # The control client ended: the session went, the client was detached or killed,
+            # or the server is going away.  Not a failure unless it keeps ending early.
+            if not self._attached.is_set():
+                self._early_exits += 1
+                if self._early_exits >= EARLY_EXITS and socket_alive(self.socket_path):
+                    raise CommandFailed(
+                        self.spell.word("attach-session"),
+                        f"the control client ended before attaching ({client.exit_reason or exc})",
+                    ) from None
             log.info("observer detached: %s", exc, extra={"tmux_socket": self.socket_path})
             return self.synced.is_set()
         finally:
@@ -320,9 +437,6 @@ class ServerObserver:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
-            if self._retry is not None:
-                self._retry.cancel()
-                self._retry = None
             await client.close()
             self.client = None
             self.synced.clear()
@@ -344,7 +458,11 @@ class ServerObserver:
             attached.cancel()
             closed.cancel()
         if not self._attached.is_set():
-            raise TmuxUnavailable("the attach did not complete")
+            if client.closed.is_set():
+                raise TmuxUnavailable("the control client ended before attaching")
+            raise CommandTimeout(
+                self.spell.word("attach-session"), f"no %session-changed within {ATTACH_WAIT:g} s"
+            )
 
     # ------------------------------------------------------------------ hooks
 
@@ -372,31 +490,34 @@ class ServerObserver:
             # A hook's own command has no client yet when its guard is written.  For windows
             # of the attached session the message is empty and ignored.
             text = f"#{{?{guard},tmuxlocd {hook} #{{window_id}},}}"
-            return f"display-message -c '{self.client_name}' '{text}'"
-        return f"if-shell -F '{guard}' \"wait-for -S {self.channel}\""
+            return f"{self.spell.word('display-message')} -c '{self.client_name}' '{text}'"
+        # tmux parses a hook's command when it runs, so its words are respelled too.
+        wait_for = self.spell.word("wait-for")
+        return f"{self.spell.word('if-shell')} -F '{guard}' \"{wait_for} -S {self.channel}\""
 
     async def _install_hooks(self, client: ControlClient) -> None:
         replies = await client.run(
             *(
-                ("set-hook", "-g", f"{hook}[{HOOK_INDEX}]", self._hook_command(hook))
+                self.spell(("set-hook", "-g", f"{hook}[{HOOK_INDEX}]", self._hook_command(hook)))
                 for hook in HOOKS
             )
         )
         self._hooks_installed = True
-        for hook, reply in zip(HOOKS, replies, strict=True):
-            if not reply.ok:
-                log.debug("hook %s not set: %s", hook, " ".join(reply.lines))
+        # Without the hook, changes in other sessions would only be seen by the digest,
+        # a second late: not a wrong model, but a slower one the user should hear of.
+        _check(("set-hook",), *replies)
 
     async def _remove_hooks(self, client: ControlClient) -> None:
         if not self._hooks_installed:
             return
         self._hooks_installed = False
         await client.run(
-            *(("set-hook", "-gu", f"{hook}[{HOOK_INDEX}]") for hook in HOOKS), timeout=1.0
+            *(self.spell(("set-hook", "-gu", f"{hook}[{HOOK_INDEX}]")) for hook in HOOKS),
+            timeout=1.0,
         )
         if not self._uses_message_hooks():
             # Release our waiter, which would otherwise sit in the server until it dies.
-            await client.run(("wait-for", "-S", self.channel), timeout=1.0)
+            await client.run(self.spell(("wait-for", "-S", self.channel)), timeout=1.0)
 
     async def _waiter(self) -> None:
         """The unattached ``tmux wait-for`` client that hooks wake (tmux 3.3).
@@ -417,7 +538,7 @@ class ServerObserver:
             spawn = asyncio.ensure_future(
                 asyncio.create_subprocess_exec(
                     self.tmux, "-S", self.socket_path,
-                    "wait-for", self.channel, ";", *LIST_WINDOWS,
+                    self.spell.word("wait-for"), self.channel, ";", *self.spell(LIST_WINDOWS),
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.DEVNULL,
@@ -452,7 +573,7 @@ class ServerObserver:
                 raise
             if self._stopping.is_set():
                 return
-            if rc != 0:
+            if rc != 0 and not out:  # a listing with status 1: a user's after-hook failed
                 await self._pause(pause)
                 pause = min(pause * 2, RETRY_MAX)
                 # hooks may have fired while nobody waited
@@ -523,10 +644,6 @@ class ServerObserver:
             case _:
                 pass
 
-    def _retry_full(self) -> None:
-        self._retry = None
-        self.mark(full=True)
-
     def mark(
         self,
         *,
@@ -547,38 +664,66 @@ class ServerObserver:
 
     # ------------------------------------------------------------------ syncing
 
-    async def sync(self) -> None:
-        """Barrier: returns once a full re-read that started after this call was published,
-        or the server's going down was.
+    async def sync(self, timeout: float = SYNC_TIMEOUT) -> str | None:
+        """Barrier: None once a full re-read that started after this call was published, or
+        the server's going down was; otherwise why not (a re-read made for it failed, or
+        nothing was published within ``timeout``).
 
         Between two attachments (the attached session was killed, the client detached or
         killed) the next attachment's first full re-read answers it; a server that is down
         and already reported down needs nothing.
         """
         if self._stopping.is_set():
-            return
+            return "the daemon is stopping"
         if not socket_alive(self.socket_path) and not self.hub.server(
             self.socket_path
         ).state.running:
-            return
+            return None
+        if not self._pending():
+            self._tries = 0
         self._requested += 1
         ticket = self._requested
         self.mark(full=True)
         self._kick.set()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(SYNC_TIMEOUT):
+        try:
+            async with asyncio.timeout(timeout):
                 async with self._served_cond:
-                    await self._served_cond.wait_for(lambda: self._served >= ticket)
+                    await self._served_cond.wait_for(
+                        lambda: self._served >= ticket or self._failed >= ticket
+                    )
+        except TimeoutError:
+            why = f"no re-read published within {timeout:g} s"
+            return f"{why} (last error: {self.error})" if self.error else why
+        if self._served >= ticket:
+            return None
+        return self._failure
 
     async def _serve(self, ticket: int) -> None:
+        self._tries = 0
         if ticket > self._served:
             self._served = ticket
             async with self._served_cond:
                 self._served_cond.notify_all()
 
     def _release_waiters(self) -> None:
+        """Every barrier asked for so far is answered: the server's going down, or its
+        having no session, was published."""
         self._served = self._requested
+        self._tries = 0
+        self._release_waiters_only()
 
+    def _pending(self) -> bool:
+        return self._requested > max(self._served, self._failed)
+
+    def _fail_waiters(self, why: str) -> None:
+        """Every barrier asked for so far is answered: failed, with why."""
+        if not self._pending():
+            return
+        self._failed, self._failure = self._requested, why
+        self._tries = 0
+        self._release_waiters_only()
+
+    def _release_waiters_only(self) -> None:
         async def wake() -> None:
             async with self._served_cond:
                 self._served_cond.notify_all()
@@ -602,15 +747,14 @@ class ServerObserver:
                 await self._sync(
                     full=full, structure=structure, windows=windows, layouts=layouts
                 )
-            except RowError as exc:
-                # Re-read everything, but not at once: a row that cannot be parsed now will
-                # most likely not parse a millisecond later, and an immediate retry would
-                # spin against tmux.  A waiting barrier gets the model as it is.
-                log.warning("bad row from tmux, re-reading everything shortly: %s", exc)
-                if self._retry is None:
-                    self._retry = asyncio.get_running_loop().call_later(
-                        ROW_RETRY_DELAY, self._retry_full
-                    )
+            except (CommandFailed, RowError) as exc:
+                # Not retried on this connection: its replies may be out of step, and a row
+                # that cannot be parsed now will most likely not parse a millisecond later.
+                # The attachment is made anew, with backoff, and reports meanwhile.
+                self._fail(str(exc))
+                if self.client is not None:
+                    await self.client.close()
+                return
             await self._serve(ticket)
 
     def state(self) -> ServerState:
@@ -630,9 +774,12 @@ class ServerObserver:
         client = self.client
         if client is None:
             raise TmuxUnavailable("not attached")
+        spell = self.spell
         if full:
-            rs, rw, rp = await client.run(LIST_SESSIONS, LIST_WINDOWS, LIST_PANES)
-            _check(rs, rw, rp)
+            rs, rw, rp = await client.run(
+                spell(LIST_SESSIONS), spell(LIST_WINDOWS), spell(LIST_PANES)
+            )
+            _check(("list-sessions", "list-windows", "list-panes"), rs, rw, rp)
             self._apply_structure(rs, rw)
             panes: dict[str, Pane] = {}
             for row in rp.lines:
@@ -641,19 +788,19 @@ class ServerObserver:
             self.panes = panes
         else:
             if structure:
-                rs, rw = await client.run(LIST_SESSIONS, LIST_WINDOWS)
-                _check(rs, rw)
+                rs, rw = await client.run(spell(LIST_SESSIONS), spell(LIST_WINDOWS))
+                _check(("list-sessions", "list-windows"), rs, rw)
                 windows |= self._apply_structure(rs, rw)
             elif layouts:
-                (rw,) = await client.run(LIST_WINDOWS)
-                _check(rw)
+                (rw,) = await client.run(spell(LIST_WINDOWS))
+                _check(("list-windows",), rw)
                 windows |= self._apply_structure(None, rw)
             if structure or layouts:
                 windows = {w for w in windows if w in self.windows}
             if windows:
                 order = sorted(windows, key=id_number)
                 replies = await client.run(
-                    *(("list-panes", "-t", w, "-F", PANE_WINDOW_FORMAT) for w in order)
+                    *(spell(("list-panes", "-t", w, "-F", PANE_WINDOW_FORMAT)) for w in order)
                 )
                 for wid, reply in zip(order, replies, strict=True):
                     self._apply_window(wid, reply)
@@ -693,11 +840,18 @@ class ServerObserver:
     def _apply_window(self, wid: str, reply: Reply) -> None:
         if not reply.ok:
             # The window went away between the notification and the query: the structure
-            # tells where its panes are now.
+            # tells where its panes are now.  A window the structure keeps listing while
+            # its own listing keeps failing is a failing command instead.
+            misses = self._window_misses.get(wid, 0) + 1
+            if misses >= WINDOW_MISSES:
+                self._window_misses.pop(wid, None)
+                _check(("list-panes",), reply)
+            self._window_misses[wid] = misses
             self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
             self.windows.pop(wid, None)
             self.mark(structure=True)
             return
+        self._window_misses.pop(wid, None)
         window, panes = parse_window_query(self._rows(reply.lines))
         self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
         for pane in panes:
@@ -708,10 +862,12 @@ class ServerObserver:
             self.mark(structure=True)  # a window we have not seen linked yet
 
 
-def _check(*replies: Reply) -> None:
-    for reply in replies:
+def _check(names: tuple[str, ...], *replies: Reply) -> None:
+    """Raise for the first reply that is an ``%error``, naming its command and tmux's words."""
+    for i, reply in enumerate(replies):
         if not reply.ok:
-            raise TmuxUnavailable("tmux refused a query: " + " ".join(reply.lines)[:200])
+            name = names[min(i, len(names) - 1)]
+            raise CommandFailed(name, " ".join(reply.lines)[:200] or "%error with no message")
 
 
 class Watcher:
@@ -781,8 +937,11 @@ class Watcher:
         path = resolve_server(server)
         return [o for p, o in self.observers.items() if p == path]
 
-    async def sync(self, server: str | None = None) -> None:
-        await asyncio.gather(*(o.sync() for o in self._select(server)))
+    async def sync(self, server: str | None = None) -> dict[str, str]:
+        """Every selected server's barrier at once: the servers that failed, and why."""
+        observers = self._select(server)
+        answers = await asyncio.gather(*(o.sync() for o in observers))
+        return {o.socket_path: why for o, why in zip(observers, answers, strict=True) if why}
 
     def notify(self, server: str | None = None) -> None:
         for observer in self._select(server):

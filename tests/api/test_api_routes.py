@@ -294,12 +294,27 @@ async def test_health(api: Api, hub: Hub) -> None:
     assert isinstance(body["version"], str) and body["uptime_s"] >= 0
     alpha = next(s for s in body["servers"] if s["socket_path"] == A)
     assert set(alpha) == {"socket_path", "running", "sessions", "windows", "panes", "observer",
-                          "last_sync_age_s"}
+                          "last_sync_age_s", "last_error"}
     assert (alpha["running"], alpha["sessions"], alpha["windows"], alpha["panes"]) == (
         True, 2, 2, 4)
     assert alpha["observer"] == "attached" and alpha["last_sync_age_s"] >= 0
+    assert alpha["last_error"] is None
     beta = next(s for s in body["servers"] if s["socket_path"] == B)
     assert (beta["running"], beta["observer"], beta["last_sync_age_s"]) == (False, "down", None)
+
+
+async def test_health_names_a_server_that_cannot_be_read(api: Api, hub: Hub) -> None:
+    hub.update(rich_state())
+    hub.set_observer(A, "error", "list-panes: unknown command: hijacked")
+    status, body, _ = await api.get("/v1/health")
+    assert status == 200 and body["status"] == "degraded"
+    alpha = next(s for s in body["servers"] if s["socket_path"] == A)
+    assert alpha["observer"] == "error"
+    assert alpha["last_error"] == "list-panes: unknown command: hijacked"
+    hub.set_observer(A, "attached")  # it recovered: the error is gone with the episode
+    status, body, _ = await api.get("/v1/health")
+    assert body["status"] == "ok"
+    assert [s["last_error"] for s in body["servers"]] == [None] * len(body["servers"])
 
 
 # ------------------------------------------------------------------------------ text form
@@ -396,9 +411,10 @@ async def test_sync_is_a_barrier(api: Api, hub: Hub) -> None:
     hub.update(spec_state(A))
     calls: list[str | None] = []
 
-    async def syncer(server: str | None) -> None:
+    async def syncer(server: str | None) -> dict[str, str]:
         calls.append(server)
         hub.update(spec_state(A, tty3="/dev/pts/77"))
+        return {}
 
     hub.syncer = syncer
     status, body, _ = await api.post("/v1/sync")
@@ -412,14 +428,37 @@ async def test_sync_is_a_barrier(api: Api, hub: Hub) -> None:
 async def test_fresh_reads_sync_first(api: Api, hub: Hub) -> None:
     hub.update(spec_state(A))
 
-    async def syncer(server: str | None) -> None:
+    async def syncer(server: str | None) -> dict[str, str]:
         hub.update(spec_state(A, tty3="/dev/pts/77"))
+        return {}
 
     hub.syncer = syncer
     _, body, _ = await api.get("/v1/panes/3")
     assert body["pane"]["tty"] == "/dev/pts/5"
     _, body, _ = await api.get("/v1/panes/3?fresh=1")
     assert body["pane"]["tty"] == "/dev/pts/77"
+
+
+async def test_a_failed_barrier_is_a_503_naming_the_servers(api: Api, hub: Hub) -> None:
+    hub.update(spec_state(A))
+    seq = hub.event_id()
+
+    async def syncer(server: str | None) -> dict[str, str]:
+        return {A: "list-panes: no answer within 10 s"}
+
+    hub.syncer = syncer
+    for method, url in (("post", "/v1/sync"), ("get", "/v1/panes/3?fresh=1"),
+                        ("get", "/v1/tree?fresh=1"), ("get", "/v1/panes?fresh=1")):
+        status, body, resp = await getattr(api, method)(url)
+        assert status == 503, url
+        assert body["error"]["code"] == "sync_failed"
+        assert body["error"]["servers"] == [
+            {"socket_path": A, "error": "list-panes: no answer within 10 s"}]
+        assert A in body["error"]["message"]
+        assert resp.headers["Retry-After"] == "1"
+    assert hub.event_id() == seq  # nothing was published in its name
+    _, body, _ = await api.get("/v1/panes/3")  # a plain read still answers, from the model
+    assert body["pane"]["id"] == "%3"
 
 
 async def test_notify(api: Api, hub: Hub) -> None:
@@ -483,7 +522,7 @@ async def test_unknown_path_and_wrong_method(api: Api) -> None:
 async def test_handler_failure_is_a_json_500_and_a_log_line(
     api: Api, hub: Hub, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def syncer(server: str | None) -> None:
+    async def syncer(server: str | None) -> dict[str, str]:
         raise RuntimeError("boom")
 
     hub.syncer = syncer
