@@ -32,6 +32,7 @@ EXIT_NOT_IN_PANE = 3
 
 NOTIFY_TIMEOUT = 0.5  # a hook job must never linger: the daemon answers 202 at once
 WHERE_TIMEOUT = 3.0
+SYNC_WAIT = 15.0  # longer than the daemon's barrier deadline (10 s): its 503 is heard
 
 # ----------------------------------------------------------------------------------------------
 # Stdlib-only helpers shared by the fast paths.
@@ -279,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text form: head the answer 'tmux location (turn N):'")
     p.add_argument("--neighbors", action="store_true",
                    help="text form: add a line naming the neighbouring panes")
+    p.add_argument("--fresh", action="store_true",
+                   help="re-read tmux first (for a caller that just changed it); exit 1 if "
+                   "tmux could not be re-read")
     p.set_defaults(run=cmd_where, format="text")
 
     p = sub.add_parser(
@@ -325,6 +329,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server", metavar="PATH", help="the tmux server's socket path")
     p.add_argument("--target", metavar="ID", help="the pane, window or session concerned")
     p.set_defaults(run=cmd_notify)
+
+    p = sub.add_parser(
+        "sync", help="wait until the daemon has re-read tmux (a barrier)",
+        description="Ask the daemon to re-read every tmux server (or one) and wait until "
+        "what it read is published; print the last event id.  Exit 1, naming the servers "
+        "and why, when a server could not be re-read.",
+    )
+    p.add_argument("--server", metavar="PATH|NAME", help="only this tmux server")
+    p.set_defaults(run=cmd_sync)
 
     p = sub.add_parser("status", help="the daemon's health",
                        description="Show the daemon's health: the servers it watches, "
@@ -429,10 +442,10 @@ def _is_int(text: str) -> bool:
 
 
 def cmd_where(ns: argparse.Namespace) -> int:
-    return where(ns.format, ns.turn, ns.neighbors)
+    return where(ns.format, ns.turn, ns.neighbors, ns.fresh)
 
 
-def where(fmt: str, turn: int | None, neighbors: bool) -> int:
+def where(fmt: str, turn: int | None, neighbors: bool, fresh: bool = False) -> int:
     path = daemon_socket()
     if fmt == "text":
         target = "/v1/self" + query_string(
@@ -440,12 +453,14 @@ def where(fmt: str, turn: int | None, neighbors: bool) -> int:
                 "format": "text",
                 "turn": str(turn) if turn is not None else None,
                 "neighbors": "1" if neighbors else None,
+                "fresh": "1" if fresh else None,
             }
         )
     else:
-        target = "/v1/self"
+        target = "/v1/self" + query_string({"fresh": "1" if fresh else None})
     try:
-        resp = raw_request(path, "GET", target, WHERE_TIMEOUT)
+        # A barrier may wait for tmux up to its own deadline (then 503, never stale data).
+        resp = raw_request(path, "GET", target, SYNC_WAIT if fresh else WHERE_TIMEOUT)
     except (NoDaemon, OSError, ValueError):
         return where_direct(fmt, turn, neighbors)
     assert resp is not None
@@ -620,6 +635,14 @@ def _quote(name: str) -> str:
     import msgspec
 
     return msgspec.json.encode(name).decode("utf-8")
+
+
+def cmd_sync(ns: argparse.Namespace) -> int:
+    def run(client: Client) -> int:
+        print(client.sync(ns.server))
+        return EXIT_OK
+
+    return _run_client(run)
 
 
 def cmd_tree(ns: argparse.Namespace) -> int:

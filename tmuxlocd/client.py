@@ -37,6 +37,7 @@ from tmuxlocd.answers import (
     PaneSummary,
     PaneSummaryList,
     SelfAnswer,
+    ServerFailure,
     ServerHealth,
     SyncAnswer,
     Tree,
@@ -67,12 +68,17 @@ __all__ = [
     "PaneSummaryList",
     "SelfInfo",
     "ServerHealth",
+    "SyncFailedError",
     "Tree",
     "TreeServer",
     "TreeSession",
     "TreeWindow",
     "socket_path",
 ]
+
+# Longer than the daemon's barrier deadline (10 s), so that a barrier that fails is heard as
+# the daemon's 503 sync_failed, not mistaken for a daemon that does not answer.
+REQUEST_TIMEOUT = 15.0
 
 Direction = Literal["above", "below", "left", "right"]
 Scope = Literal["window", "session", "server", "all"]
@@ -102,9 +108,20 @@ class DaemonUnavailable(ClientError):
         self.path = path
 
 
+class SyncFailedError(ClientError):
+    """503 ``sync_failed``: the re-read a barrier or ``fresh=True`` asked for was not
+    published.  ``servers`` maps each server that could not be re-read to why.  Never
+    answered as data: what the daemon holds for those servers may be stale."""
+
+    def __init__(self, status: int, code: str, message: str, servers: dict[str, str]) -> None:
+        super().__init__(status, code, message)
+        self.servers = servers
+
+
 class _ErrorBody(msgspec.Struct):
     code: str = "error"
     message: str = ""
+    servers: list[ServerFailure] = msgspec.field(default_factory=list)
 
 
 class _ErrorEnvelope(msgspec.Struct):
@@ -117,6 +134,9 @@ def _error_of(status: int, body: bytes) -> ClientError:
     except msgspec.DecodeError:
         text = body.decode("utf-8", "replace").strip()
         return ClientError(status, f"http_{status}", text[:200])
+    if err.code == "sync_failed":
+        servers = {f.socket_path: f.error for f in err.servers}
+        return SyncFailedError(status, err.code, err.message, servers)
     return ClientError(status, err.code, err.message)
 
 
@@ -370,7 +390,7 @@ class Client:
         self,
         path: str | None = None,
         *,
-        timeout: float = 10.0,
+        timeout: float = REQUEST_TIMEOUT,
         accept_ancestor: bool = False,
         stream_timeout: float = 45.0,
     ) -> None:
@@ -499,9 +519,10 @@ class Client:
     def health(self) -> Health:
         return self._call(_Request("GET", "/v1/health"), Health)
 
-    def sync(self) -> str:
-        """Re-sync every server now; returns the id of the last event of that re-sync."""
-        return self._call(_Request("POST", "/v1/sync", b""), SyncAnswer).seq
+    def sync(self, server: str | None = None) -> str:
+        """Re-sync every server now (or one); returns the id of the last event of that
+        re-sync.  Raises ``SyncFailedError`` when a server could not be re-read."""
+        return self._call(_sync_request(server), SyncAnswer).seq
 
     def notify(self, *, hook: str | None = None, server: str | None = None,
                target: str | None = None) -> None:
@@ -581,6 +602,10 @@ class _Accepted(msgspec.Struct, frozen=True):
     accepted: bool = True
 
 
+def _sync_request(server: str | None) -> _Request:
+    return _Request("POST", _url("/v1/sync", {"server": server}), b"")
+
+
 def _self_request(accept_ancestor: bool, fresh: bool) -> _Request:
     params: dict[str, object | None] = {"fresh": fresh}
     if accept_ancestor:
@@ -650,7 +675,7 @@ class AsyncClient:
         self,
         path: str | None = None,
         *,
-        timeout: float = 10.0,
+        timeout: float = REQUEST_TIMEOUT,
         accept_ancestor: bool = False,
         stream_timeout: float = 45.0,
     ) -> None:
@@ -774,8 +799,8 @@ class AsyncClient:
     async def health(self) -> Health:
         return await self._call(_Request("GET", "/v1/health"), Health)
 
-    async def sync(self) -> str:
-        return (await self._call(_Request("POST", "/v1/sync", b""), SyncAnswer)).seq
+    async def sync(self, server: str | None = None) -> str:
+        return (await self._call(_sync_request(server), SyncAnswer)).seq
 
     async def notify(self, *, hook: str | None = None, server: str | None = None,
                      target: str | None = None) -> None:

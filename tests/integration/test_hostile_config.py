@@ -21,6 +21,7 @@ import pytest
 
 from tests.daemontest import Daemon, Rig, poll, run_cli
 from tests.tmuxtest import TMUX
+from tmuxlocd.client import Client, SyncFailedError
 from tmuxlocd.spelling import spellings
 
 pytestmark = [
@@ -136,7 +137,17 @@ def test_an_alias_over_every_spelling_is_reported_and_fails_barriers(rig: Rig) -
         assert h["status"] == "degraded" and h["observer"] == "error"
         assert "command-alias shadows every spelling of list-panes" in h["last_error"]
         status = run_cli(rig, "status")
+        assert status.returncode == 1
         assert "error" in status.stdout and "list-panes" in status.stdout, status.stdout
+        # every client says it, none answers with data
+        for argv in (("sync",), ("where", "--fresh"), ("where", "--fresh", "--json")):
+            done = run_cli(rig, *argv)
+            assert done.returncode == 1, (argv, done)
+            assert "sync_failed" in done.stderr and rig.tmux.socket_path in done.stderr
+            assert done.stdout == ""
+        with Client(daemon.socket) as client, pytest.raises(SyncFailedError) as failed_sync:
+            client.sync()
+        assert list(failed_sync.value.servers) == [rig.tmux.socket_path]
         # one WARNING for the episode, however many retries and barriers it saw
         assert len([w for w in warnings_in(daemon) if "cannot read tmux" in w]) == 1
         # tmux is sane again: the model converges, health clears, barriers work
