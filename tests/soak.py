@@ -17,7 +17,8 @@ step it calls the ``POST /v1/sync`` barrier and checks, against tmux's own ``lis
 Some steps skip the barrier and wait (on the condition, with a deadline) for the daemon to
 catch up by itself: notifications, hooks and the digest must bring every change.
 
-By hand: ``python -m tests.soak --steps 10000 --seed N`` (``--minutes M`` bounds the time).
+By hand: ``python -m tests.soak --steps 10000 --seed N`` (``--minutes M`` bounds the time);
+``--chaos RATE`` runs it with the control connection broken at random (tests/chaos.py).
 The tests in ``tests/integration`` import the pieces: ``Daemon``, ``Stream``, ``read_truth``,
 ``Walk``.
 """
@@ -399,13 +400,15 @@ class Daemon:
     """``python -m tmuxlocd serve -S ... --listen unix:...``, its log in a file."""
 
     def __init__(self, servers: Iterable[str], directory: str | None = None,
-                 extra: Iterable[str] = (), nofile: int | None = None) -> None:
+                 extra: Iterable[str] = (), nofile: int | None = None,
+                 path: str | None = None) -> None:
         self.dir = directory or tempfile.mkdtemp(prefix="tld-", dir="/tmp")
         self.sock = os.path.join(self.dir, "d.sock")
         self.log_path = os.path.join(self.dir, "daemon.log")
         self.servers = list(servers)
         self.extra = list(extra)
         self.nofile = nofile  # the daemon's soft RLIMIT_NOFILE (None: inherited)
+        self.path = path  # the daemon's PATH (None: inherited), e.g. a wrapped tmux first
         self.proc: asyncio.subprocess.Process | None = None
         self.session: aiohttp.ClientSession | None = None
         self.starts = 0
@@ -425,6 +428,8 @@ class Daemon:
             p for p in (str(REPO), env.get("PYTHONPATH", "")) if p
         )
         env.pop("TMUXLOCD_SOCKET", None)
+        if self.path is not None:
+            env["PATH"] = self.path
         log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         nofile = self.nofile
 
@@ -1472,12 +1477,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--minutes", type=float, default=None,
                         help="stop after this long even if steps remain")
+    parser.add_argument("--chaos", type=float, default=None, metavar="RATE",
+                        help="break this share of the control connection's replies "
+                        "(tests/chaos.py), checking recovery every 50 steps")
     ns = parser.parse_args(argv)
     if TMUX is None:
         print("needs tmux", file=sys.stderr)
         return 2
     seed = ns.seed if ns.seed is not None else seed_from_env()
     print(f"seed {seed}", flush=True)
+    if ns.chaos is not None:
+        from tests import chaos
+
+        return asyncio.run(chaos.soak(ns.steps, seed, ns.chaos))
     return asyncio.run(soak(ns.steps, seed, ns.minutes))
 
 

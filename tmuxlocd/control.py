@@ -31,7 +31,10 @@ log = logging.getLogger(__name__)
 
 _CONFIG_ERROR = "%config-error "
 
-COMMAND_TIMEOUT = 10.0
+# Half a barrier's deadline (observer.SYNC_TIMEOUT): a barrier that waits on a tmux that
+# stopped answering hears why (this timeout, reported) before its own deadline.  A full
+# listing at 1,000 panes takes tmux about 0.2 s.
+COMMAND_TIMEOUT = 5.0
 
 NotificationHandler = Callable[[Event], None]
 
@@ -51,6 +54,9 @@ class ControlClient:
         self._reader: asyncio.Task[None] | None = None
         self.closed = asyncio.Event()
         self.exit_reason: str | None = None
+        # Why this client was closed by us, when a command failed: the owner, woken by
+        # ``closed``, raises it (the caller of run() may be cancelled before it can).
+        self.failure: CommandTimeout | None = None
 
     @property
     def pid(self) -> int | None:
@@ -159,9 +165,10 @@ class ControlClient:
             raise TmuxUnavailable(f"control client pipe closed: {exc}") from None
         except TimeoutError:
             # Logged by the owner, once per episode; the connection is out of step now.
-            await self.close()
             names = ", ".join(dict.fromkeys(argv[0] for argv in commands if argv))
-            raise CommandTimeout(names, f"no answer within {timeout:g} s") from None
+            self.failure = CommandTimeout(names, f"no answer within {timeout:g} s")
+            await self.close()
+            raise self.failure from None
 
     async def close(self) -> None:
         """End the client: EOF on stdin detaches it (tmux sends %exit); then make sure."""

@@ -184,6 +184,7 @@ class ServerObserver:
         self.error: str | None = None
         self._early_exits = 0
         self._window_misses: dict[str, int] = {}
+        self._attachment_failure: CommandFailed | RowError | None = None
         # barrier: requests are numbered; the sync loop records the last one it served, and
         # the last one a failed re-read could not serve (with why)
         self._requested = 0
@@ -367,6 +368,7 @@ class ServerObserver:
         # session_attached from 0 and no focus (measured side effects of attaching).
         sid = min(sessions, key=lambda s: (s[1] == 0, id_number(s[0])))[0]
         client = ControlClient(self._on_event)
+        self._attachment_failure = None
         self.attached_session = sid
         self._attached.clear()
         await client.start(
@@ -411,6 +413,9 @@ class ServerObserver:
             self.synced.set()
             sync_task = asyncio.create_task(self._sync_loop())
             await client.closed.wait()
+            failure = self._attachment_failure or client.failure
+            if failure is not None:
+                raise failure
             if self.error is None:
                 log.info(
                     "control client ended (%s)", client.exit_reason,
@@ -420,6 +425,8 @@ class ServerObserver:
         except CommandFailed:
             raise
         except TmuxUnavailable as exc:
+            if client.failure is not None:  # our deadline closed it, mid-command
+                raise client.failure from None
             # The control client ended: the session went, the client was detached or killed,
             # or the server is going away.  Not a failure unless it keeps ending early.
             if not self._attached.is_set():
@@ -750,8 +757,9 @@ class ServerObserver:
             except (CommandFailed, RowError) as exc:
                 # Not retried on this connection: its replies may be out of step, and a row
                 # that cannot be parsed now will most likely not parse a millisecond later.
-                # The attachment is made anew, with backoff, and reports meanwhile.
-                self._fail(str(exc))
+                # The attachment ends (``_attempt`` raises this), is made anew with backoff,
+                # and reports meanwhile.
+                self._attachment_failure = exc
                 if self.client is not None:
                     await self.client.close()
                 return
