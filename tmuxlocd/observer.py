@@ -30,68 +30,34 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from tmuxlocd import protocol, spelling
+from tmuxlocd import spelling
 from tmuxlocd.config import Config
 from tmuxlocd.control import ControlClient, tmux_env
 from tmuxlocd.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
 from tmuxlocd.hub import Hub
-from tmuxlocd.model import (
-    DIGEST_FORMAT,
-    DIGEST_NAME,
-    PANE_FORMAT,
-    PANE_WINDOW_FORMAT,
-    SESSION_FORMAT,
-    WINDOW_FORMAT,
-    Pane,
-    ServerState,
-    Session,
-    Window,
-    Winlink,
-    compare_digest,
-    id_number,
-    join_rows,
-    parse_pane_row,
-    parse_session_row,
-    parse_window_query,
-    parse_window_row,
-    sort_winlinks,
+from tmuxlocd.mirror import (
+    HOOK_INDEX,
+    HOOKS,
+    LIST_WINDOWS,
+    SERVER_FACTS,
+    Barriers,
+    Dirty,
+    Episode,
+    ServerMirror,
+    check,
+    install_hooks,
+    remove_hooks,
+    uses_message_hooks,
 )
-from tmuxlocd.names import output_escapes_dollars, undo_output_dollars
-from tmuxlocd.protocol import (
-    ClientSessionChanged,
-    Event,
-    LayoutChange,
-    Message,
-    Reply,
-    SessionChanged,
-    SessionRenamed,
-    SessionsChanged,
-    SessionWindowChanged,
-    SubscriptionChanged,
-    Unknown,
-    WindowAdd,
-    WindowClose,
-    WindowPaneChanged,
-    WindowRenamed,
-)
+from tmuxlocd.model import DIGEST_FORMAT, DIGEST_NAME, ServerState, id_number
+from tmuxlocd.protocol import Event
 
 log = logging.getLogger(__name__)
 
-# Hooks go at this index of each hook's array, so a user's hooks (normally at [0], [1] ...)
-# are never replaced; `set-hook -gu 'name[7741]'` removes exactly ours.
-HOOK_INDEX = 7741
-# Only one hook is needed.  Every other location change in a session we are not attached to
-# is announced to all control clients anyway (window add/close/rename, active pane, current
-# window, session create/close/rename: research §2.1), or to nobody at all (respawn, silent
-# swap-window, renumbering: the digest's job).  What reaches only the attached session is
-# %layout-change: splits, kills, resizes, layouts, pane exits, break/join -- all of which
-# fire window-layout-changed.
-HOOKS = ("window-layout-changed",)
+__all__ = ["HOOKS", "HOOK_INDEX", "ServerObserver", "Watcher", "resolve_server", "socket_dir"]
 
-LIST_SESSIONS = ("list-sessions", "-F", SESSION_FORMAT)
-LIST_WINDOWS = ("list-windows", "-a", "-F", WINDOW_FORMAT)
-LIST_PANES = ("list-panes", "-a", "-F", PANE_FORMAT)
-
+# Before attaching, as a plain client: it never starts a server.
+PROBE_SESSIONS = ("list-sessions", "-F", "#{session_id} #{session_attached}")
 RETRY_MAX = 2.0  # seconds between attempts while a server is down or failing (capped backoff)
 # The longest a barrier (/v1/sync) waits for tmux: a server that answers nothing for this
 # long (stopped, wedged) makes the barrier fail (503), never answer with the model as it was.
@@ -101,12 +67,6 @@ PROBE_TIMEOUT = 5.0  # for the plain clients that read aliases and sessions befo
 # A control client that ends before its attach completes is a race once (the session was
 # killed between the probe and the attach); twice in a row it is a failure to report.
 EARLY_EXITS = 2
-# A window whose own listing fails while the structure still lists it, this many times in
-# a row, is a failing command (not a window that just went away).
-WINDOW_MISSES = 2
-# A barrier fails after this many failed attempts made while it waits (the first may fail on
-# a connection chosen before the user's aliases changed; the next attachment reads them).
-BARRIER_TRIES = 3
 WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is started again
 # After a hook wakes the waiter, a new waiter takes a few ms to register; two signals in that
 # gap cancel each other in tmux (wait-for semantics).  What they announced is not lost: the
@@ -145,54 +105,44 @@ def socket_alive(path: str) -> bool:
 
 
 class ServerObserver:
+    """The I/O shell of one server's ``ServerMirror``: the control connection, the probes,
+    the hook waiter, backoff and time.  What to read and what it means is the mirror's."""
+
     def __init__(self, hub: Hub, socket_path: str, *, tmux: str, hooks: bool) -> None:
         self.hub = hub
         self.socket_path = socket_path
         self.tmux = tmux
         self.use_hooks = hooks
+        self.mirror = ServerMirror(socket_path)
         self.client: ControlClient | None = None
-        self.version = ""
-        self.pid: int | None = None
-        self.client_name = ""
         # One channel per user, not per daemon: a daemon that was killed leaves its waiter
         # blocked in the server, and a restarted daemon's hooks, signalling the same channel,
         # then wake it and it exits instead of waiting forever.
         self.channel = f"tmuxlocd-{os.getuid()}"
         self.synced = asyncio.Event()  # set after each first sync of an attachment
         self._attached = asyncio.Event()  # %session-changed came: the attach is complete
-        self._hooks_installed = False
         self._stopping = asyncio.Event()
         self._kick = asyncio.Event()  # a barrier is waiting: retry now, not after the backoff
+        self._dirty = asyncio.Event()  # the mirror has something to re-read
         self._task: asyncio.Task[None] | None = None
-        # model
-        self.sessions: dict[str, Session] = {}
-        self.winlinks: tuple[Winlink, ...] = ()
-        self.windows: dict[str, Window] = {}
-        self.panes: dict[str, Pane] = {}
-        # what to re-read
-        self._dirty = asyncio.Event()
-        self._full = False
-        self._structure = False
-        self._layouts = False
-        self._dirty_windows: set[str] = set()
-        self.attached_session = ""
-        self._rehook = False
-        # The spelling of each command that no command-alias of the user's takes over.
-        self.spell = spelling.PLAIN
-        # The failure episode under way (None while the server reads well): one WARNING
-        # when it starts, one INFO when it ends, debug in between.
-        self.error: str | None = None
+        # The failure episode under way: one WARNING when it starts, one INFO when it ends.
+        self.episode = Episode()
         self._early_exits = 0
-        self._window_misses: dict[str, int] = {}
         self._attachment_failure: CommandFailed | RowError | None = None
-        # barrier: requests are numbered; the sync loop records the last one it served, and
-        # the last one a failed re-read could not serve (with why)
-        self._requested = 0
-        self._served = 0
-        self._failed = 0
-        self._failure = ""
-        self._tries = 0  # failed attempts since the oldest pending barrier was asked for
-        self._served_cond = asyncio.Condition()
+        self.barriers = Barriers()
+        self._answered = asyncio.Condition()  # notified when barriers are served or failed
+
+    @property
+    def error(self) -> str | None:
+        return self.episode.error
+
+    @property
+    def pid(self) -> int | None:
+        return self.mirror.pid
+
+    @property
+    def version(self) -> str:
+        return self.mirror.version
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -210,7 +160,7 @@ class ServerObserver:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        self._release_waiters()
+        self._serve_all()
 
     async def _pause(self, seconds: float) -> None:
         stopping = asyncio.ensure_future(self._stopping.wait())
@@ -244,41 +194,46 @@ class ServerObserver:
             # It was up and reading well: re-attach at once; otherwise back off, capped (a
             # barrier waiting kicks the pause short).
             backoff = 0.05 if attached and self.error is None else min(backoff * 2, RETRY_MAX)
-            if self._pending():
+            if self.barriers.pending():
                 backoff = min(backoff, 0.2)  # a barrier waits: its tries come quickly
             await self._pause(backoff)
 
     def _went_down(self) -> None:
-        self.sessions, self.winlinks, self.windows, self.panes = {}, (), {}, {}
-        self._hooks_installed = False
+        self.mirror.clear()
+        self.mirror.hooks_installed = False
         self._early_exits = 0
-        if self.error is not None:
-            log.info("tmux server gone while failing (%s)", self.error,
+        ended = self.episode.recover()
+        if ended is not None:
+            log.info("tmux server gone while failing (%s)", ended,
                      extra={"tmux_socket": self.socket_path})
-            self.error = None
         self.hub.server_down(self.socket_path)
-        self._release_waiters()
+        self._serve_all()
 
     def _fail(self, why: str) -> None:
         """A command failed, or its answer could not be used: report it (health, one WARNING
-        per episode), fail the barriers waiting, and leave the attachment to be made anew."""
-        if self.error is None:
-            log.warning("cannot read tmux: %s; retrying with a fresh control client", why,
-                        extra={"tmux_socket": self.socket_path})
-        elif why != self.error:
-            log.debug("still cannot read tmux: %s", why, extra={"tmux_socket": self.socket_path})
-        self.error = why
+        per episode), fail the barriers waiting once they had their tries, and leave the
+        attachment to be made anew."""
+        extra = {"tmux_socket": self.socket_path}
+        match self.episode.fail(why):
+            case "start":
+                log.warning("cannot read tmux: %s; retrying with a fresh control client", why,
+                            extra=extra)
+            case "changed":
+                log.debug("still cannot read tmux: %s", why, extra=extra)
+            case _:
+                pass
         self.hub.set_observer(self.socket_path, "error", why)
-        self._tries += 1
-        if self._tries >= BARRIER_TRIES:
-            self._fail_waiters(why)
+        if self.barriers.attempt_failed(why):
+            self._wake_barriers()
 
     def _recovered(self) -> None:
-        if self.error is not None:
-            log.info("tmux reads well again (after: %s)", self.error,
+        ended = self.episode.recover()
+        if ended is not None:
+            log.info("tmux reads well again (after: %s)", ended,
                      extra={"tmux_socket": self.socket_path})
-            self.error = None
         self.hub.set_observer(self.socket_path, "attached")
+
+    # ------------------------------------------------------------------ before attaching
 
     async def _plain(self, *argv: str) -> tuple[int, list[str], str]:
         """One command as a plain client (it never starts a server: no STARTSERVER), with a
@@ -299,6 +254,13 @@ class ServerObserver:
                 proc.kill()
             await proc.communicate()
             raise CommandTimeout(argv[0], f"no answer within {PROBE_TIMEOUT:g} s") from None
+        except asyncio.CancelledError:
+            # The daemon is stopping: reap the client, or its transport outlives the loop.
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(proc.communicate())
+            raise
         errline = err.decode("utf-8", "replace").strip().partition("\n")[0]
         rc = proc.returncode if proc.returncode is not None else -1
         return rc, out.decode("utf-8", "replace").splitlines(), errline
@@ -317,7 +279,7 @@ class ServerObserver:
             names = spelling.parse_alias_names(lines) if rc == 0 or lines else None
             if names is not None:
                 chosen = spelling.choose(names)
-                if chosen.describe() != self.spell.describe() and chosen.describe():
+                if chosen.describe() and chosen.describe() != self.mirror.spell.describe():
                     log.info("%s", chosen.describe(), extra={"tmux_socket": self.socket_path})
                 return chosen
             tried.append(f"{word}: {err or (lines[0] if lines else 'no alias list')}")
@@ -332,23 +294,17 @@ class ServerObserver:
         spell = await self._read_aliases()
         if spell is None:
             return None
-        self.spell = spell
+        self.mirror.spell = spell
         if spell.blocked:
             raise CommandFailed(spell.blocked[0], spell.describe())
-        rc, lines, err = await self._plain(
-            *spell(("list-sessions", "-F", "#{session_id} #{session_attached}"))
-        )
+        rc, lines, err = await self._plain(*spell(PROBE_SESSIONS))
         if rc != 0 and not lines:  # (rows and status 1: a user's after-hook failed)
             if not socket_alive(self.socket_path):
                 return None
             raise CommandFailed("list-sessions", err or f"exit status {rc}")
-        sessions = []
-        for line in lines:
-            sid, _, attached = line.partition(" ")
-            if not (sid.startswith("$") and sid[1:].isdigit() and attached.isdigit()):
-                raise CommandFailed("list-sessions", f"unexpected answer {line[:100]!r}")
-            sessions.append((sid, int(attached)))
-        return sessions
+        return parse_probe(lines)
+
+    # ------------------------------------------------------------------ one attachment
 
     async def _attempt(self) -> bool:
         """Attach once and serve until the client ends.  True if it was attached."""
@@ -360,58 +316,47 @@ class ServerObserver:
             # A running server with no session (exit-empty off) cannot be attached to; it
             # has no panes (its last session may just have been killed: publish that), and
             # is looked at again shortly.
-            self.sessions, self.winlinks, self.windows, self.panes = {}, (), {}, {}
-            self.hub.update(self.state())
-            self._release_waiters()
+            self.mirror.clear()
+            self.hub.update(self.mirror.state())
+            self._serve_all()
             return False
-        # Prefer a session a real client already has: attaching there changes no
-        # session_attached from 0 and no focus (measured side effects of attaching).
-        sid = min(sessions, key=lambda s: (s[1] == 0, id_number(s[0])))[0]
+        sid = attach_target(sessions)
+        mirror = self.mirror
         client = ControlClient(self._on_event)
         self._attachment_failure = None
-        self.attached_session = sid
+        mirror.attached_to(sid)
         self._attached.clear()
-        await client.start(
-            self.tmux, self.socket_path, sid, attach=self.spell.word("attach-session")
-        )
+        await client.start(self.tmux, self.socket_path, sid,
+                           attach=mirror.spell.word("attach-session"))
         self.client = client
         sync_task: asyncio.Task[None] | None = None
         waiter_task: asyncio.Task[None] | None = None
         try:
             await self._until_attached(client)
             self._early_exits = 0
-            (info,) = await client.run(
-                self.spell(("display-message", "-p", "#{pid}\t#{version}\t#{client_name}"))
-            )
-            _check(("display-message",), info)
-            pid, version, name = [*info.lines[0].split("\t"), "", "", ""][:3] if info.lines else (
-                "", "", ""
-            )
-            if not pid.isdigit() or not version or not name:
-                raise CommandFailed("display-message", f"unexpected answer {info.lines[:1]!r}")
-            self.pid = int(pid)
-            self.version, self.client_name = version, name
+            (info,) = await client.run(mirror.spell(SERVER_FACTS))
+            mirror.server_facts(info)
             # Barriers asked for before this full re-read are answered by it (their tickets
             # may have been lost with the previous client, mid-sync).
-            ticket = self._requested
-            await self._sync(full=True, structure=False, windows=set())
+            ticket = self.barriers.requested
+            await self._reread(client, Dirty(full=True))
             if self.use_hooks:
-                if not self._uses_message_hooks():
+                if not uses_message_hooks(mirror.version):
                     # Wakes a waiter left blocked by a daemon that was killed (same channel),
                     # so that it exits; ours then sees one spurious wake-up, a cheap re-read.
-                    (woke,) = await client.run(self.spell(("wait-for", "-S", self.channel)))
-                    _check(("wait-for",), woke)
+                    (woke,) = await client.run(mirror.spell(("wait-for", "-S", self.channel)))
+                    check(("wait-for",), woke)
                     waiter_task = asyncio.create_task(self._waiter())
                 await self._install_hooks(client)
             (sub,) = await client.run(
-                self.spell(("refresh-client", "-B", f"{DIGEST_NAME}::{DIGEST_FORMAT}"))
+                mirror.spell(("refresh-client", "-B", f"{DIGEST_NAME}::{DIGEST_FORMAT}"))
             )
             # Without it the safety net would be off, silently, for the whole attachment.
-            _check(("refresh-client",), sub)
+            check(("refresh-client",), sub)
             self._recovered()
-            await self._serve(ticket)
+            self._serve(ticket)
             self.synced.set()
-            sync_task = asyncio.create_task(self._sync_loop())
+            sync_task = asyncio.create_task(self._sync_loop(client))
             await client.closed.wait()
             failure = self._attachment_failure or client.failure
             if failure is not None:
@@ -433,7 +378,7 @@ class ServerObserver:
                 self._early_exits += 1
                 if self._early_exits >= EARLY_EXITS and socket_alive(self.socket_path):
                     raise CommandFailed(
-                        self.spell.word("attach-session"),
+                        mirror.spell.word("attach-session"),
                         f"the control client ended before attaching ({client.exit_reason or exc})",
                     ) from None
             log.info("observer detached: %s", exc, extra={"tmux_socket": self.socket_path})
@@ -468,63 +413,27 @@ class ServerObserver:
             if client.closed.is_set():
                 raise TmuxUnavailable("the control client ended before attaching")
             raise CommandTimeout(
-                self.spell.word("attach-session"), f"no %session-changed within {ATTACH_WAIT:g} s"
+                self.mirror.spell.word("attach-session"),
+                f"no %session-changed within {ATTACH_WAIT:g} s",
             )
 
     # ------------------------------------------------------------------ hooks
 
-    def _uses_message_hooks(self) -> bool:
-        # tmux 3.4+ delivers `display-message -c <control client>` as a %message line: a
-        # push with no extra client.  3.3 has no such line, so it uses a wait-for channel.
-        digits = "".join(ch if ch.isdigit() or ch == "." else " " for ch in self.version)
-        parts = digits.split()
-        try:
-            major, minor = [*parts[0].split("."), "0"][:2]
-            return (int(major), int(minor or 0)) >= (3, 4)
-        except (ValueError, IndexError):
-            return False
-
-    def _hook_command(self, hook: str) -> str:
-        # The guard is a format evaluated inside the server (no fork): windows of the attached
-        # session already send us %layout-change, and a hook for them would only cost a
-        # second, wider re-read.  #{session_id} is the session the hook's window was found in.
-        guard = f"#{{!=:#{{session_id}},{self.attached_session}}}"
-        if self._uses_message_hooks():
-            # 3.4+: the message names the window, so only that window is re-read.  The guard
-            # goes inside the message, not around it in if-shell: a command that if-shell
-            # inserts inherits its client, and when that is our control client its %begin/%end
-            # 0 guard is written to us with the %message inside it, as block content, unseen.
-            # A hook's own command has no client yet when its guard is written.  For windows
-            # of the attached session the message is empty and ignored.
-            text = f"#{{?{guard},tmuxlocd {hook} #{{window_id}},}}"
-            return f"{self.spell.word('display-message')} -c '{self.client_name}' '{text}'"
-        # tmux parses a hook's command when it runs, so its words are respelled too.
-        wait_for = self.spell.word("wait-for")
-        return f"{self.spell.word('if-shell')} -F '{guard}' \"{wait_for} -S {self.channel}\""
-
     async def _install_hooks(self, client: ControlClient) -> None:
-        replies = await client.run(
-            *(
-                self.spell(("set-hook", "-g", f"{hook}[{HOOK_INDEX}]", self._hook_command(hook)))
-                for hook in HOOKS
-            )
-        )
-        self._hooks_installed = True
+        replies = await client.run(*install_hooks(self.mirror, self.channel))
+        self.mirror.hooks_installed = True
         # Without the hook, changes in other sessions would only be seen by the digest,
         # a second late: not a wrong model, but a slower one the user should hear of.
-        _check(("set-hook",), *replies)
+        check(("set-hook",), *replies)
 
     async def _remove_hooks(self, client: ControlClient) -> None:
-        if not self._hooks_installed:
+        if not self.mirror.hooks_installed:
             return
-        self._hooks_installed = False
-        await client.run(
-            *(self.spell(("set-hook", "-gu", f"{hook}[{HOOK_INDEX}]")) for hook in HOOKS),
-            timeout=1.0,
-        )
-        if not self._uses_message_hooks():
+        self.mirror.hooks_installed = False
+        await client.run(*remove_hooks(self.mirror), timeout=1.0)
+        if not uses_message_hooks(self.mirror.version):
             # Release our waiter, which would otherwise sit in the server until it dies.
-            await client.run(self.spell(("wait-for", "-S", self.channel)), timeout=1.0)
+            await client.run(self.mirror.spell(("wait-for", "-S", self.channel)), timeout=1.0)
 
     async def _waiter(self) -> None:
         """The unattached ``tmux wait-for`` client that hooks wake (tmux 3.3).
@@ -535,17 +444,17 @@ class ServerObserver:
         the attachment ends and cancels this task.
         """
         pause = WAITER_RETRY_MIN
+        spell = self.mirror.spell
         while True:
             # The same client lists the windows the moment it is woken: at 1,000 panes every
             # tmux client and every command costs the server milliseconds, so the wake and
             # the read share one.  Its rows only say which windows to re-read (over the
-            # control connection); they are never applied, since they may be older than a
-            # re-read already done.  The environment is cut to PATH: tmux copies a client's
+            # control connection).  The environment is cut to PATH: tmux copies a client's
             # environment into the server.
             spawn = asyncio.ensure_future(
                 asyncio.create_subprocess_exec(
                     self.tmux, "-S", self.socket_path,
-                    self.spell.word("wait-for"), self.channel, ";", *self.spell(LIST_WINDOWS),
+                    spell.word("wait-for"), self.channel, ";", *spell(LIST_WINDOWS),
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.DEVNULL,
@@ -569,7 +478,10 @@ class ServerObserver:
                 # then, before learning the exit status (that takes a child-watcher round).
                 out = await proc.stdout.read()
                 if out and not self._stopping.is_set():
-                    self._dirty_from_window_rows(out.decode("utf-8", "replace").splitlines())
+                    self.mirror.dirty_from_window_rows(
+                        out.decode("utf-8", "replace").splitlines()
+                    )
+                    self._dirty.set()
                     # Let the sync loop send its query before the next waiter's fork.
                     await asyncio.sleep(0)
                 rc = await proc.wait()
@@ -583,73 +495,25 @@ class ServerObserver:
             if rc != 0 and not out:  # a listing with status 1: a user's after-hook failed
                 await self._pause(pause)
                 pause = min(pause * 2, RETRY_MAX)
-                # hooks may have fired while nobody waited
-                self.mark(layouts=True)
+                self.mark(layouts=True)  # hooks may have fired while nobody waited
                 continue
             pause = WAITER_RETRY_MIN
             if not out:
                 self.mark(layouts=True)  # woken, but the listing was lost: read it ourselves
 
-    def _dirty_from_window_rows(self, lines: list[str]) -> None:
-        """Mark what a window listing shows to differ from the model."""
-        structure = False
-        windows: set[str] = set()
-        try:
-            for row in join_rows(self._rows(tuple(lines)), "W"):
-                _, window = parse_window_row(row)
-                known = self.windows.get(window.id)
-                if known is None:
-                    structure = True
-                elif known != window:
-                    windows.add(window.id)
-        except RowError:
-            structure = True
-        self.mark(structure=structure, windows=windows)
-
     # ------------------------------------------------------------------ notifications
 
     def _on_event(self, event: Event) -> None:
-        match event:
-            case LayoutChange(window_id=w) | WindowPaneChanged(window_id=w) | WindowRenamed(
-                window_id=w
-            ):
-                self.mark(windows=(w,))
-            case SessionChanged(session_id=sid):
-                # The attach completed, or our client was moved to another session: the
-                # hooks' guard must follow.
-                self._attached.set()
-                self.attached_session = sid
-                self._rehook = self._hooks_installed
-                self.mark(structure=True)
-            case (
-                WindowAdd()
-                | WindowClose()
-                | SessionWindowChanged()
-                | SessionsChanged()
-                | SessionRenamed()
-            ):
-                self.mark(structure=True)
-            case SubscriptionChanged(name=name, value=value) if name == DIGEST_NAME:
-                found = compare_digest(value, self.state())
-                if found.winlinks_differ or found.windows:
-                    self.mark(structure=found.winlinks_differ, windows=found.windows)
-            case Message(text=text) if text.startswith("tmuxlocd "):
-                window = text.rsplit(" ", 1)[-1]
-                if window.startswith("@") and window[1:].isdigit():
-                    self.mark(windows=(window,))
-                else:
-                    self.mark(layouts=True)
-            case ClientSessionChanged():
-                pass  # another client switched session: no pane moved
-            case protocol.ConfigError(text=text):
-                # tmux 3.4+ keeps the errors of a configuration loaded by a detached start for
-                # the first client that attaches; when that is us the user never sees them.
-                log.warning("tmux configuration error: %s", text,
-                            extra={"tmux_socket": self.socket_path})
-            case Unknown(line=line):
-                log.debug("stray line from tmux: %r", line[:200])
-            case _:
-                pass
+        effect = self.mirror.on_event(event)
+        if effect.attached:
+            self._attached.set()
+        if effect.config_error is not None:
+            log.warning("tmux configuration error: %s", effect.config_error,
+                        extra={"tmux_socket": self.socket_path})
+        if effect.stray is not None:
+            log.debug("stray line from tmux: %r", effect.stray)
+        if self.mirror.dirty:
+            self._dirty.set()
 
     def mark(
         self,
@@ -659,14 +523,9 @@ class ServerObserver:
         layouts: bool = False,
         windows: Iterable[str] = (),
     ) -> None:
-        """Ask the sync loop to re-read: everything (``full``), sessions and windows
-        (``structure``), windows only (``layouts``: list-windows -a, then the windows that
-        differ), or the named windows."""
-        self._full |= full
-        self._structure |= structure
-        self._layouts |= layouts
-        self._dirty_windows.update(windows)
-        if self._full or self._structure or self._layouts or self._dirty_windows:
+        """Ask the sync loop to re-read (``ServerMirror.mark``)."""
+        self.mirror.mark(full=full, structure=structure, layouts=layouts, windows=windows)
+        if self.mirror.dirty:
             self._dirty.set()
 
     # ------------------------------------------------------------------ syncing
@@ -686,196 +545,97 @@ class ServerObserver:
             self.socket_path
         ).state.running:
             return None
-        if not self._pending():
-            self._tries = 0
-        self._requested += 1
-        ticket = self._requested
+        ticket = self.barriers.request()
         self.mark(full=True)
         self._kick.set()
         try:
             async with asyncio.timeout(timeout):
-                async with self._served_cond:
-                    await self._served_cond.wait_for(
-                        lambda: self._served >= ticket or self._failed >= ticket
+                async with self._answered:
+                    await self._answered.wait_for(
+                        lambda: self.barriers.answer(ticket) is not False
                     )
         except TimeoutError:
             why = f"no re-read published within {timeout:g} s"
             return f"{why} (last error: {self.error})" if self.error else why
-        if self._served >= ticket:
-            return None
-        return self._failure
+        answer = self.barriers.answer(ticket)
+        return answer if isinstance(answer, str) else None
 
-    async def _serve(self, ticket: int) -> None:
-        self._tries = 0
-        if ticket > self._served:
-            self._served = ticket
-            async with self._served_cond:
-                self._served_cond.notify_all()
+    def _serve(self, ticket: int) -> None:
+        if self.barriers.serve(ticket):
+            self._wake_barriers()
 
-    def _release_waiters(self) -> None:
+    def _serve_all(self) -> None:
         """Every barrier asked for so far is answered: the server's going down, or its
         having no session, was published."""
-        self._served = self._requested
-        self._tries = 0
-        self._release_waiters_only()
+        self.barriers.serve_all()
+        self._wake_barriers()
 
-    def _pending(self) -> bool:
-        return self._requested > max(self._served, self._failed)
-
-    def _fail_waiters(self, why: str) -> None:
-        """Every barrier asked for so far is answered: failed, with why."""
-        if not self._pending():
-            return
-        self._failed, self._failure = self._requested, why
-        self._tries = 0
-        self._release_waiters_only()
-
-    def _release_waiters_only(self) -> None:
+    def _wake_barriers(self) -> None:
         async def wake() -> None:
-            async with self._served_cond:
-                self._served_cond.notify_all()
+            async with self._answered:
+                self._answered.notify_all()
 
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(wake())
 
-    async def _sync_loop(self) -> None:
+    async def _reread(self, client: ControlClient, what: Dirty) -> None:
+        """Run the mirror's re-read of ``what`` over ``client``, then publish."""
+        gen = self.mirror.reread(what)
+        batch = next(gen, None)
+        while batch is not None:
+            replies = await client.run(*batch)
+            try:
+                batch = gen.send(replies)
+            except StopIteration:
+                batch = None
+        self.hub.update(self.mirror.state())
+
+    async def _sync_loop(self, client: ControlClient) -> None:
+        mirror = self.mirror
         while True:
             await self._dirty.wait()
             self._dirty.clear()
-            full, structure, windows = self._full, self._structure, self._dirty_windows
-            layouts = self._layouts
-            self._full, self._structure, self._layouts = False, False, False
-            self._dirty_windows = set()
-            ticket = self._requested
+            what = mirror.take()
+            if not what and not mirror.rehook:
+                continue
+            ticket = self.barriers.requested
             try:
-                if self._rehook and self.client is not None:
-                    self._rehook = False
-                    await self._install_hooks(self.client)
-                await self._sync(
-                    full=full, structure=structure, windows=windows, layouts=layouts
-                )
+                if mirror.rehook:
+                    mirror.rehook = False
+                    await self._install_hooks(client)
+                if what:
+                    await self._reread(client, what)
             except (CommandFailed, RowError) as exc:
                 # Not retried on this connection: its replies may be out of step, and a row
                 # that cannot be parsed now will most likely not parse a millisecond later.
                 # The attachment ends (``_attempt`` raises this), is made anew with backoff,
                 # and reports meanwhile.
                 self._attachment_failure = exc
-                if self.client is not None:
-                    await self.client.close()
+                await client.close()
                 return
-            await self._serve(ticket)
+            self._serve(ticket)
+            if mirror.dirty:  # marked while it read (a window not linked yet, say)
+                self._dirty.set()
 
     def state(self) -> ServerState:
-        return ServerState(
-            socket_path=self.socket_path,
-            pid=self.pid,
-            running=True,
-            sessions=dict(self.sessions),
-            winlinks=self.winlinks,
-            windows=dict(self.windows),
-            panes=dict(self.panes),
-        )
-
-    async def _sync(
-        self, *, full: bool, structure: bool, windows: set[str], layouts: bool = False
-    ) -> None:
-        client = self.client
-        if client is None:
-            raise TmuxUnavailable("not attached")
-        spell = self.spell
-        if full:
-            rs, rw, rp = await client.run(
-                spell(LIST_SESSIONS), spell(LIST_WINDOWS), spell(LIST_PANES)
-            )
-            _check(("list-sessions", "list-windows", "list-panes"), rs, rw, rp)
-            self._apply_structure(rs, rw)
-            panes: dict[str, Pane] = {}
-            for row in rp.lines:
-                pane = parse_pane_row(row)
-                panes[pane.id] = pane
-            self.panes = panes
-        else:
-            if structure:
-                rs, rw = await client.run(spell(LIST_SESSIONS), spell(LIST_WINDOWS))
-                _check(("list-sessions", "list-windows"), rs, rw)
-                windows |= self._apply_structure(rs, rw)
-            elif layouts:
-                (rw,) = await client.run(spell(LIST_WINDOWS))
-                _check(("list-windows",), rw)
-                windows |= self._apply_structure(None, rw)
-            if structure or layouts:
-                windows = {w for w in windows if w in self.windows}
-            if windows:
-                order = sorted(windows, key=id_number)
-                replies = await client.run(
-                    *(spell(("list-panes", "-t", w, "-F", PANE_WINDOW_FORMAT)) for w in order)
-                )
-                for wid, reply in zip(order, replies, strict=True):
-                    self._apply_window(wid, reply)
-        self.hub.update(self.state())
-
-    def _apply_structure(self, rs: Reply | None, rw: Reply) -> set[str]:
-        """Take sessions (when read) and winlinks; return the windows to re-read."""
-        if rs is not None:
-            self.sessions = {s.id: s for s in map(parse_session_row, self._rows(rs.lines))}
-        links: list[Winlink] = []
-        windows: dict[str, Window] = {}
-        for row in join_rows(self._rows(rw.lines), "W"):
-            link, window = parse_window_row(row)
-            links.append(link)
-            windows[window.id] = window
-        stale: set[str] = set()
-        for wid, window in windows.items():
-            old = self.windows.get(wid)
-            # The full layout names every pane and its geometry; zoom changes geometry without
-            # changing it, so the whole window row is compared.
-            if old != window:
-                stale.add(wid)
-        gone = set(self.windows) - set(windows)
-        if gone:
-            self.panes = {k: p for k, p in self.panes.items() if p.window_id not in gone}
-        self.winlinks = tuple(sort_winlinks(links))
-        self.windows = windows
-        return stale
-
-    def _rows(self, lines: tuple[str, ...]) -> Iterable[str]:
-        # Rows that carry names.  tmux 3.4 puts a backslash before `$` in all command output,
-        # which unvis would take for part of the name (names.undo_output_dollars).
-        if output_escapes_dollars(self.version):
-            return [undo_output_dollars(line) for line in lines]
-        return lines
-
-    def _apply_window(self, wid: str, reply: Reply) -> None:
-        if not reply.ok:
-            # The window went away between the notification and the query: the structure
-            # tells where its panes are now.  A window the structure keeps listing while
-            # its own listing keeps failing is a failing command instead.
-            misses = self._window_misses.get(wid, 0) + 1
-            if misses >= WINDOW_MISSES:
-                self._window_misses.pop(wid, None)
-                _check(("list-panes",), reply)
-            self._window_misses[wid] = misses
-            self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
-            self.windows.pop(wid, None)
-            self.mark(structure=True)
-            return
-        self._window_misses.pop(wid, None)
-        window, panes = parse_window_query(self._rows(reply.lines))
-        self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
-        for pane in panes:
-            self.panes[pane.id] = pane
-        if window is not None:
-            self.windows[wid] = window
-        if not any(link.window_id == wid for link in self.winlinks):
-            self.mark(structure=True)  # a window we have not seen linked yet
+        return self.mirror.state()
 
 
-def _check(names: tuple[str, ...], *replies: Reply) -> None:
-    """Raise for the first reply that is an ``%error``, naming its command and tmux's words."""
-    for i, reply in enumerate(replies):
-        if not reply.ok:
-            name = names[min(i, len(names) - 1)]
-            raise CommandFailed(name, " ".join(reply.lines)[:200] or "%error with no message")
+def parse_probe(lines: list[str]) -> list[tuple[str, int]]:
+    """The rows of ``PROBE_SESSIONS``: (session id, clients attached)."""
+    sessions = []
+    for line in lines:
+        sid, _, attached = line.partition(" ")
+        if not (sid.startswith("$") and sid[1:].isdigit() and attached.isdigit()):
+            raise CommandFailed("list-sessions", f"unexpected answer {line[:100]!r}")
+        sessions.append((sid, int(attached)))
+    return sessions
+
+
+def attach_target(sessions: list[tuple[str, int]]) -> str:
+    """Prefer a session a real client already has: attaching there changes no
+    session_attached from 0 and no focus (measured side effects of attaching)."""
+    return min(sessions, key=lambda s: (s[1] == 0, id_number(s[0])))[0]
 
 
 class Watcher:

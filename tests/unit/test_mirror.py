@@ -1,0 +1,380 @@
+"""The server mirror, without tmux: notifications from captured transcripts, replies captured
+from real tmux (tests/data/mirror, by tests/tools/capture_mirror.py), and the barrier and
+episode decisions, table-style."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tmuxlocd import spelling
+from tmuxlocd.errors import CommandFailed, RowError
+from tmuxlocd.mirror import (
+    BARRIER_TRIES,
+    HOOK_INDEX,
+    LIST_PANES,
+    LIST_SESSIONS,
+    LIST_WINDOWS,
+    Barriers,
+    Dirty,
+    Episode,
+    ServerMirror,
+    hook_command,
+    install_hooks,
+    remove_hooks,
+    run_reread,
+    uses_message_hooks,
+)
+from tmuxlocd.model import DIGEST_NAME, PANE_WINDOW_FORMAT
+from tmuxlocd.protocol import (
+    NEED_DATA,
+    ConfigError,
+    ControlParser,
+    Event,
+    LayoutChange,
+    Message,
+    Reply,
+    SessionChanged,
+    SubscriptionChanged,
+    Unknown,
+    WindowAdd,
+)
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+CAPTURES = sorted((DATA / "mirror").glob("*.json"))
+
+
+def transcript(name: str) -> list[Event]:
+    parser = ControlParser()
+    parser.receive_data((DATA / "transcripts" / f"{name}.bin").read_bytes())
+    parser.receive_data(b"")
+    events: list[Event] = []
+    while (event := parser.next_event()) is not NEED_DATA:
+        assert not isinstance(event, type)
+        events.append(event)
+    return events
+
+
+def ok(lines: list[str]) -> Reply:
+    return Reply(number=1, time=0, flags=1, ok=True, lines=tuple(lines))
+
+
+def error(text: str) -> Reply:
+    return Reply(number=1, time=0, flags=1, ok=False, lines=(text,))
+
+
+def load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def full_read(mirror: ServerMirror, snap: dict[str, Any]) -> None:
+    run_reread(mirror.reread(Dirty(full=True)), [[
+        ok(snap["list_sessions"]), ok(snap["list_windows"]), ok(snap["list_panes"])]])
+
+
+def fresh(version: str) -> ServerMirror:
+    mirror = ServerMirror("/tmp/tmux-0/test")
+    mirror.version = version
+    mirror.attached_to("$0")
+    return mirror
+
+
+# ------------------------------------------------------------------------------ notifications
+
+
+def test_every_notification_of_a_transcript_marks_what_it_names() -> None:
+    """notifications.bin: every operation of the capture, in the attached session and in
+    another; the table says what each notification type makes dirty."""
+    seen: dict[str, set[str]] = {}
+    for event in transcript("notifications"):
+        if isinstance(event, Reply):
+            continue
+        mirror = fresh("3.3a")
+        effect = mirror.on_event(event)
+        d = mirror.dirty
+        what = ("full" if d.full else "structure" if d.structure else
+                "windows" if d.windows else "layouts" if d.layouts else "nothing")
+        seen.setdefault(type(event).__name__, set()).add(what)
+        if isinstance(event, SessionChanged):
+            assert effect.attached and mirror.attached_session == event.session_id
+    assert seen == {
+        "SessionChanged": {"structure"},
+        "WindowPaneChanged": {"windows"},
+        "LayoutChange": {"windows"},
+        "WindowRenamed": {"windows"},
+        "SessionWindowChanged": {"structure"},
+        "WindowAdd": {"structure"},
+        "WindowClose": {"structure"},
+        "PaneModeChanged": {"nothing"},
+        "SessionsChanged": {"structure"},
+        "SessionRenamed": {"structure"},
+        "ClientSessionChanged": {"nothing"},
+        "ClientDetached": {"nothing"},
+        "Exit": {"nothing"},
+    }
+
+
+def test_a_burst_of_notifications_is_one_reread_of_what_they_name() -> None:
+    mirror = fresh("3.3a")
+    for wid in ("@3", "@1", "@3", "@2"):
+        mirror.on_event(LayoutChange(window_id=wid, layout="x", visible_layout="x", flags=""))
+    taken = mirror.take()
+    assert taken == Dirty(windows={"@1", "@2", "@3"})
+    assert not mirror.dirty
+    gen = mirror.reread(taken)
+    batch = next(gen)
+    assert [argv[2] for argv in batch] == ["@1", "@2", "@3"]  # in id order, one batch
+
+
+def test_hook_messages_stray_lines_and_configuration_errors() -> None:
+    mirror = fresh("3.4")
+    mirror.on_event(Message(text="tmuxlocd window-layout-changed @7"))
+    assert mirror.take() == Dirty(windows={"@7"})
+    mirror.on_event(Message(text="tmuxlocd window-layout-changed"))  # no window: all layouts
+    assert mirror.take() == Dirty(layouts=True)
+    mirror.on_event(Message(text="someone else's message @1"))
+    assert not mirror.dirty
+    assert mirror.on_event(ConfigError(text="bad line 3")).config_error == "bad line 3"
+    hooks = transcript("hooks")
+    (stray,) = [e for e in hooks if isinstance(e, Unknown)]
+    assert fresh("3.3a").on_event(stray).stray == stray.line[:200]
+
+
+def test_the_digest_marks_only_what_differs() -> None:
+    snap = load(DATA / "mirror" / "3.3a.json")["before"]
+    mirror = fresh("3.3a")
+    full_read(mirror, snap)
+    state = mirror.state()
+    # the digest as tmux writes it (model.DIGEST_FORMAT), built from the model itself
+    parts = []
+    for sid in sorted(state.sessions):
+        parts.append(f"S{sid}")
+        for link in sorted((w for w in state.winlinks if w.session_id == sid),
+                           key=lambda w: w.index):
+            window = state.windows[link.window_id]
+            parts.append(f"W{link.window_id}.{link.index}.{int(window.zoomed)}.{window.layout}")
+            pids = sorted((p.index, p.pid) for p in state.panes.values()
+                          if p.window_id == link.window_id)
+            parts.extend(str(pid) for _, pid in pids)
+    value = " ".join(parts)
+
+    def digest(text: str) -> SubscriptionChanged:
+        return SubscriptionChanged(name=DIGEST_NAME, session_id="$0", window_id="-",
+                                   window_index="-", pane_id="-", value=text)
+
+    mirror.on_event(digest(value))
+    assert not mirror.dirty, "an equal digest marks nothing"
+    mirror.on_event(digest(value.replace(str(state.panes["%3"].pid), "99999")))
+    assert mirror.take() == Dirty(windows={"@2"})  # a respawned pane: only its window
+    mirror.on_event(digest("garbage"))
+    assert mirror.dirty
+
+
+# ------------------------------------------------------------------------------ re-reads
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
+def test_a_full_read_of_real_replies(capture: Path) -> None:
+    data = load(capture)
+    snap = data["before"]
+    mirror = fresh(data["version"])
+    gen = mirror.reread(Dirty(full=True))
+    assert next(gen) == [LIST_SESSIONS, LIST_WINDOWS, LIST_PANES]
+    full_read(mirror, snap)
+    state = mirror.state()
+    assert set(state.sessions) == {"$0", "$1"}
+    assert {s.name for s in state.sessions.values()} == {"work", "other"}
+    assert set(state.windows) == {"@0", "@1", "@2"}
+    assert len(state.winlinks) == 4  # @0 is linked into both sessions
+    assert set(state.panes) == {"%0", "%1", "%2", "%3"}
+    assert state.windows["@1"].name == "logs"
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
+def test_a_layout_change_rereads_that_window_only(capture: Path) -> None:
+    data = load(capture)
+    mirror = fresh(data["version"])
+    full_read(mirror, data["before"])
+    after = data["after_split_in_other"]
+    mirror.on_event(LayoutChange(window_id="@2", layout="x", visible_layout="x", flags=""))
+    gen = mirror.reread(mirror.take())
+    batch = next(gen)
+    assert batch == [("list-panes", "-t", "@2", "-F", PANE_WINDOW_FORMAT)]
+    with pytest.raises(StopIteration):
+        gen.send([ok(after["window_panes"]["@2"])])
+    assert set(mirror.panes) == {"%0", "%1", "%2", "%3", "%4"}
+    assert mirror.panes["%4"].window_id == "@2"
+    assert not mirror.dirty  # the window is linked: nothing more to read
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
+def test_a_structure_reread_names_the_windows_that_changed(capture: Path) -> None:
+    data = load(capture)
+    mirror = fresh(data["version"])
+    full_read(mirror, data["before"])
+    after = data["after_split_in_other"]
+    mirror.mark(structure=True)
+    gen = mirror.reread(mirror.take())
+    assert next(gen) == [LIST_SESSIONS, LIST_WINDOWS]
+    # only @2's layout changed: only @2 is listed
+    batch = gen.send([ok(after["list_sessions"]), ok(after["list_windows"])])
+    assert [argv[2] for argv in batch] == ["@2"]
+    with pytest.raises(StopIteration):
+        gen.send([ok(after["window_panes"]["@2"])])
+    assert "%4" in mirror.panes
+
+
+def test_an_error_in_the_middle_of_a_batch_names_the_command_and_changes_nothing() -> None:
+    data = load(DATA / "mirror" / "3.3a.json")
+    mirror = fresh("3.3a")
+    full_read(mirror, data["before"])
+    before = mirror.state()
+    gen = mirror.reread(Dirty(full=True))
+    next(gen)
+    snap = data["after_split_in_other"]
+    with pytest.raises(CommandFailed) as failed:
+        gen.send([ok(snap["list_sessions"]), ok(snap["list_windows"]),
+                  error("unknown command: hijacked")])
+    assert failed.value.command == "list-panes"
+    assert failed.value.detail == "unknown command: hijacked"
+    assert mirror.state() == before
+
+
+def test_a_connection_lost_mid_batch_leaves_the_model_as_it_was() -> None:
+    data = load(DATA / "mirror" / "3.3a.json")
+    mirror = fresh("3.3a")
+    full_read(mirror, data["before"])
+    before = mirror.state()
+    gen = mirror.reread(Dirty(structure=True))
+    next(gen)
+    gen.close()  # %exit before the replies: the shell abandons the re-read
+    assert mirror.state() == before
+
+
+def test_a_row_that_does_not_parse_raises() -> None:
+    mirror = fresh("3.3a")
+    gen = mirror.reread(Dirty(full=True))
+    next(gen)
+    with pytest.raises(RowError):
+        gen.send([ok(["S\tnot a row"]), ok([]), ok([])])
+
+
+def test_a_window_that_went_away_is_dropped_and_one_that_keeps_failing_is_an_error() -> None:
+    data = load(DATA / "mirror" / "3.3a.json")
+    mirror = fresh("3.3a")
+    full_read(mirror, data["before"])
+    mirror.apply_window("@1", error("can't find window: @1"))
+    assert "@1" not in mirror.windows and "%2" not in mirror.panes
+    assert mirror.take() == Dirty(structure=True)
+    with pytest.raises(CommandFailed):
+        mirror.apply_window("@1", error("can't find window: @1"))
+
+
+def test_server_facts() -> None:
+    mirror = fresh("")
+    mirror.server_facts(ok(["4242\t3.5a\tclient-4243"]))
+    assert (mirror.pid, mirror.version, mirror.client_name) == (4242, "3.5a", "client-4243")
+    for bad in (ok(["hijacked"]), ok([]), ok(["x\t3.5a\tc"]), error("no current client")):
+        with pytest.raises(CommandFailed):
+            mirror.server_facts(bad)
+
+
+def test_commands_are_respelled() -> None:
+    mirror = fresh("3.3a")
+    mirror.spell = spelling.choose(["list-panes", "list-windows", "lsw"])
+    mirror.mark(full=True)
+    batch = next(mirror.reread(mirror.take()))
+    assert [argv[0] for argv in batch] == ["list-sessions", "list-window", "lsp"]
+
+
+# ------------------------------------------------------------------------------ hooks
+
+
+def test_hook_text_per_version() -> None:
+    mirror = fresh("3.3a")
+    assert hook_command(mirror, "window-layout-changed", "chan") == (
+        "if-shell -F '#{!=:#{session_id},$0}' \"wait-for -S chan\"")
+    mirror.version, mirror.client_name = "3.4", "client-9"
+    assert hook_command(mirror, "window-layout-changed", "chan") == (
+        "display-message -c 'client-9' "
+        "'#{?#{!=:#{session_id},$0},tmuxlocd window-layout-changed #{window_id},}'")
+    mirror.spell = spelling.choose(["display-message"])
+    assert hook_command(mirror, "window-layout-changed", "c").startswith("display -c ")
+    (argv,) = install_hooks(mirror, "c")
+    assert argv[:3] == ("set-hook", "-g", f"window-layout-changed[{HOOK_INDEX}]")
+    assert remove_hooks(mirror) == [("set-hook", "-gu", f"window-layout-changed[{HOOK_INDEX}]")]
+
+
+@pytest.mark.parametrize(("version", "message"), [
+    ("3.2a", False), ("3.3a", False), ("3.4", True), ("3.5a", True), ("3.6b", True),
+    ("next-3.7", True), ("master", False), ("", False),
+])
+def test_which_tmux_takes_message_hooks(version: str, message: bool) -> None:
+    assert uses_message_hooks(version) is message
+
+
+# ------------------------------------------------------------------------------ barriers
+
+
+def test_barriers_served_by_a_reread_that_started_after_them() -> None:
+    b = Barriers()
+    t1 = b.request()
+    started_with = b.requested  # a re-read starts now
+    t2 = b.request()  # asked during that re-read
+    assert b.serve(started_with)
+    assert b.answer(t1) is None and b.answer(t2) is False
+    assert b.serve(b.requested) and b.answer(t2) is None
+    assert not b.serve(t1)  # an old ticket answers nobody new
+
+
+def test_a_barrier_fails_after_its_tries_and_says_why() -> None:
+    b = Barriers()
+    ticket = b.request()
+    for _ in range(BARRIER_TRIES - 1):
+        assert not b.attempt_failed("list-panes: x")
+        assert b.answer(ticket) is False
+    assert b.attempt_failed("list-panes: no answer within 5 s")
+    assert b.answer(ticket) == "list-panes: no answer within 5 s"
+    # a new request gets its own tries, from zero
+    again = b.request()
+    assert not b.attempt_failed("y")
+    assert b.answer(again) is False
+
+
+def test_failures_with_no_barrier_waiting_fail_nobody_later() -> None:
+    b = Barriers()
+    for _ in range(10):
+        assert not b.attempt_failed("z")
+    ticket = b.request()  # tries start from zero for it
+    assert not b.attempt_failed("z") and b.answer(ticket) is False
+
+
+def test_going_down_answers_every_barrier() -> None:
+    b = Barriers()
+    tickets = [b.request() for _ in range(3)]
+    b.serve_all()
+    assert [b.answer(t) for t in tickets] == [None, None, None]
+    assert not b.pending()
+
+
+def test_episodes_log_once_each_way() -> None:
+    e = Episode()
+    assert e.recover() is None
+    assert e.fail("a") == "start"
+    assert e.fail("a") == "same"
+    assert e.fail("b") == "changed"
+    assert e.error == "b"
+    assert e.recover() == "b" and e.error is None
+    assert e.fail("a") == "start"
+
+
+def test_attaching_anew_forgets_the_old_marks() -> None:
+    mirror = fresh("3.3a")
+    mirror.on_event(WindowAdd(window_id="@9", unlinked=False))
+    assert mirror.dirty
+    mirror.attached_to("$1")
+    assert not mirror.dirty and mirror.attached_session == "$1"

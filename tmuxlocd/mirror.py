@@ -1,0 +1,487 @@
+"""The mirror of one tmux server: notifications and replies in, commands and a model out.
+
+Sans-I/O, in the manner of the control-mode parser: nothing here touches a process, a socket
+or a clock.  The observer (``observer.py``) moves the bytes; every decision about what to
+re-read, and what a reply means for the model, is made here:
+
+- ``on_event`` takes a control-mode notification and marks what it names dirty (a window,
+  or the structure), or says what the shell must do (the attach completed, hooks must follow
+  the attached session, a configuration error to log);
+- ``reread`` is a generator: it yields the batches of commands to send for what is dirty and
+  receives their replies, applying them to the model; a reply that is an ``%error`` or a row
+  that cannot be parsed raises ``CommandFailed`` / ``RowError``;
+- ``Barriers`` numbers the ``/v1/sync`` requests and decides which are served, which failed;
+- ``Episode`` tells when a failure starts and ends (what to log once).
+
+Tested table-style from captured transcripts and hand-built replies (tests/unit/test_mirror.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from tmuxlocd import protocol, spelling
+from tmuxlocd.errors import CommandFailed, RowError
+from tmuxlocd.model import (
+    DIGEST_NAME,
+    PANE_FORMAT,
+    PANE_WINDOW_FORMAT,
+    SESSION_FORMAT,
+    WINDOW_FORMAT,
+    Pane,
+    ServerState,
+    Session,
+    Window,
+    Winlink,
+    compare_digest,
+    id_number,
+    join_rows,
+    parse_pane_row,
+    parse_session_row,
+    parse_window_query,
+    parse_window_row,
+    sort_winlinks,
+)
+from tmuxlocd.names import output_escapes_dollars, undo_output_dollars
+from tmuxlocd.protocol import (
+    ClientSessionChanged,
+    Event,
+    LayoutChange,
+    Message,
+    Reply,
+    SessionChanged,
+    SessionRenamed,
+    SessionsChanged,
+    SessionWindowChanged,
+    SubscriptionChanged,
+    Unknown,
+    WindowAdd,
+    WindowClose,
+    WindowPaneChanged,
+    WindowRenamed,
+)
+
+LIST_SESSIONS = ("list-sessions", "-F", SESSION_FORMAT)
+LIST_WINDOWS = ("list-windows", "-a", "-F", WINDOW_FORMAT)
+LIST_PANES = ("list-panes", "-a", "-F", PANE_FORMAT)
+SERVER_FACTS = ("display-message", "-p", "#{pid}\t#{version}\t#{client_name}")
+
+# A window whose own listing fails while the structure still lists it, this many times in
+# a row, is a failing command (not a window that just went away).
+WINDOW_MISSES = 2
+# A barrier fails after this many failed attempts made while it waits (the first may fail on
+# a connection chosen before the user's aliases changed; the next attachment reads them).
+BARRIER_TRIES = 3
+# The prefix of the %message lines the daemon's 3.4+ hook sends: "tmuxlocd <hook> @<id>".
+MESSAGE_PREFIX = "tmuxlocd "
+
+Argv = tuple[str, ...]
+Reread = Generator[list[Argv], list[Reply], None]
+
+
+def check(names: Sequence[str], *replies: Reply) -> None:
+    """Raise for the first reply that is an ``%error``, naming its command and tmux's words."""
+    for i, reply in enumerate(replies):
+        if not reply.ok:
+            name = names[min(i, len(names) - 1)]
+            raise CommandFailed(name, " ".join(reply.lines)[:200] or "%error with no message")
+
+
+@dataclass
+class Dirty:
+    """What to re-read: everything, sessions and windows, windows only (``layouts``:
+    list-windows -a, then the windows that differ), or the named windows."""
+
+    full: bool = False
+    structure: bool = False
+    layouts: bool = False
+    windows: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return self.full or self.structure or self.layouts or bool(self.windows)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a notification asks of the shell beyond re-reading."""
+
+    attached: bool = False  # %session-changed: the attach is complete (or we were moved)
+    config_error: str | None = None  # tmux 3.4+ handed us the configuration's errors
+    stray: bytes | None = None  # a line that belongs to nothing (logged at debug)
+
+
+NOTHING = Effect()
+
+
+class ServerMirror:
+    """The model of one server as read over its control connection, and what to re-read."""
+
+    def __init__(self, socket_path: str) -> None:
+        self.socket_path = socket_path
+        self.pid: int | None = None
+        self.version = ""
+        self.client_name = ""  # our control client's name (3.4+ hooks address it)
+        self.spell = spelling.PLAIN
+        self.attached_session = ""
+        self.sessions: dict[str, Session] = {}
+        self.winlinks: tuple[Winlink, ...] = ()
+        self.windows: dict[str, Window] = {}
+        self.panes: dict[str, Pane] = {}
+        self.dirty = Dirty()
+        self.rehook = False  # the hooks' guard names the old attached session
+        self.hooks_installed = False
+        self._window_misses: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ model
+
+    def clear(self) -> None:
+        """The server has no session, or is gone: an empty model."""
+        self.sessions, self.winlinks, self.windows, self.panes = {}, (), {}, {}
+
+    def state(self) -> ServerState:
+        return ServerState(
+            socket_path=self.socket_path,
+            pid=self.pid,
+            running=True,
+            sessions=dict(self.sessions),
+            winlinks=self.winlinks,
+            windows=dict(self.windows),
+            panes=dict(self.panes),
+        )
+
+    def attached_to(self, session_id: str) -> None:
+        """A new attachment: the dirty marks of the old one are answered by a full read."""
+        self.attached_session = session_id
+        self.dirty = Dirty()
+        self._window_misses.clear()
+
+    def server_facts(self, reply: Reply) -> None:
+        """Take the answer of ``SERVER_FACTS``; ``CommandFailed`` when it is not one."""
+        check(("display-message",), reply)
+        fields = reply.lines[0].split("\t") if reply.lines else []
+        if len(fields) != 3 or not fields[0].isdigit() or not fields[1] or not fields[2]:
+            raise CommandFailed("display-message", f"unexpected answer {reply.lines[:1]!r}")
+        self.pid = int(fields[0])
+        self.version, self.client_name = fields[1], fields[2]
+
+    # ------------------------------------------------------------------ notifications
+
+    def mark(
+        self,
+        *,
+        full: bool = False,
+        structure: bool = False,
+        layouts: bool = False,
+        windows: Iterable[str] = (),
+    ) -> None:
+        self.dirty.full |= full
+        self.dirty.structure |= structure
+        self.dirty.layouts |= layouts
+        self.dirty.windows.update(windows)
+
+    def on_event(self, event: Event) -> Effect:
+        match event:
+            case LayoutChange(window_id=w) | WindowPaneChanged(window_id=w) | WindowRenamed(
+                window_id=w
+            ):
+                self.mark(windows=(w,))
+            case SessionChanged(session_id=sid):
+                # The attach completed, or our client was moved to another session: the
+                # hooks' guard must follow.
+                self.attached_session = sid
+                self.rehook = self.hooks_installed
+                self.mark(structure=True)
+                return Effect(attached=True)
+            case (
+                WindowAdd()
+                | WindowClose()
+                | SessionWindowChanged()
+                | SessionsChanged()
+                | SessionRenamed()
+            ):
+                self.mark(structure=True)
+            case SubscriptionChanged(name=name, value=value) if name == DIGEST_NAME:
+                found = compare_digest(value, self.state())
+                if found.winlinks_differ or found.windows:
+                    self.mark(structure=found.winlinks_differ, windows=found.windows)
+            case Message(text=text) if text.startswith(MESSAGE_PREFIX):
+                window = text.rsplit(" ", 1)[-1]
+                if window.startswith("@") and window[1:].isdigit():
+                    self.mark(windows=(window,))
+                else:
+                    self.mark(layouts=True)
+            case ClientSessionChanged():
+                pass  # another client switched session: no pane moved
+            case protocol.ConfigError(text=text):
+                # tmux 3.4+ keeps the errors of a configuration loaded by a detached start for
+                # the first client that attaches; when that is us the user never sees them.
+                return Effect(config_error=text)
+            case Unknown(line=line):
+                return Effect(stray=line[:200])
+            case _:
+                pass
+        return NOTHING
+
+    def dirty_from_window_rows(self, lines: Iterable[str]) -> None:
+        """Mark what a window listing (the hook waiter's) shows to differ from the model.
+        Its rows are never applied: they may be older than a re-read already done."""
+        structure = False
+        windows: set[str] = set()
+        try:
+            for row in join_rows(self._rows(tuple(lines)), "W"):
+                _, window = parse_window_row(row)
+                known = self.windows.get(window.id)
+                if known is None:
+                    structure = True
+                elif known != window:
+                    windows.add(window.id)
+        except RowError:
+            structure = True
+        self.mark(structure=structure, windows=windows)
+
+    # ------------------------------------------------------------------ re-reading
+
+    def take(self) -> Dirty:
+        """What is dirty now, leaving nothing dirty (marks made later wait for the next)."""
+        taken, self.dirty = self.dirty, Dirty()
+        return taken
+
+    def reread(self, what: Dirty) -> Reread:
+        """Yield the command batches that re-read ``what``, receiving their replies, and
+        apply them.  The caller publishes ``state()`` when the generator ends."""
+        spell = self.spell
+        if what.full:
+            rs, rw, rp = yield [spell(LIST_SESSIONS), spell(LIST_WINDOWS), spell(LIST_PANES)]
+            check(("list-sessions", "list-windows", "list-panes"), rs, rw, rp)
+            self.apply_structure(rs, rw)
+            panes: dict[str, Pane] = {}
+            for row in rp.lines:
+                pane = parse_pane_row(row)
+                panes[pane.id] = pane
+            self.panes = panes
+            return
+        windows = set(what.windows)
+        if what.structure:
+            rs, rw = yield [spell(LIST_SESSIONS), spell(LIST_WINDOWS)]
+            check(("list-sessions", "list-windows"), rs, rw)
+            windows |= self.apply_structure(rs, rw)
+        elif what.layouts:
+            (rw,) = yield [spell(LIST_WINDOWS)]
+            check(("list-windows",), rw)
+            windows |= self.apply_structure(None, rw)
+        if what.structure or what.layouts:
+            windows = {w for w in windows if w in self.windows}
+        if windows:
+            order = sorted(windows, key=id_number)
+            replies = yield [
+                spell(("list-panes", "-t", w, "-F", PANE_WINDOW_FORMAT)) for w in order
+            ]
+            for wid, reply in zip(order, replies, strict=True):
+                self.apply_window(wid, reply)
+
+    def apply_structure(self, rs: Reply | None, rw: Reply) -> set[str]:
+        """Take sessions (when read) and winlinks; return the windows to re-read."""
+        if rs is not None:
+            self.sessions = {s.id: s for s in map(parse_session_row, self._rows(rs.lines))}
+        links: list[Winlink] = []
+        windows: dict[str, Window] = {}
+        for row in join_rows(self._rows(rw.lines), "W"):
+            link, window = parse_window_row(row)
+            links.append(link)
+            windows[window.id] = window
+        # The full layout names every pane and its geometry; zoom changes geometry without
+        # changing it, so the whole window row is compared.
+        stale = {wid for wid, window in windows.items() if self.windows.get(wid) != window}
+        gone = set(self.windows) - set(windows)
+        if gone:
+            self.panes = {k: p for k, p in self.panes.items() if p.window_id not in gone}
+        self.winlinks = tuple(sort_winlinks(links))
+        self.windows = windows
+        return stale
+
+    def apply_window(self, wid: str, reply: Reply) -> None:
+        if not reply.ok:
+            # The window went away between the notification and the query: the structure
+            # tells where its panes are now.  A window the structure keeps listing while
+            # its own listing keeps failing is a failing command instead.
+            misses = self._window_misses.get(wid, 0) + 1
+            if misses >= WINDOW_MISSES:
+                self._window_misses.pop(wid, None)
+                check(("list-panes",), reply)
+            self._window_misses[wid] = misses
+            self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
+            self.windows.pop(wid, None)
+            self.mark(structure=True)
+            return
+        self._window_misses.pop(wid, None)
+        window, panes = parse_window_query(self._rows(reply.lines))
+        self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
+        for pane in panes:
+            self.panes[pane.id] = pane
+        if window is not None:
+            self.windows[wid] = window
+        if not any(link.window_id == wid for link in self.winlinks):
+            self.mark(structure=True)  # a window we have not seen linked yet
+
+    def _rows(self, lines: tuple[str, ...]) -> Iterable[str]:
+        # Rows that carry names.  tmux 3.4 puts a backslash before `$` in all command output,
+        # which unvis would take for part of the name (names.undo_output_dollars).
+        if output_escapes_dollars(self.version):
+            return [undo_output_dollars(line) for line in lines]
+        return lines
+
+
+def run_reread(gen: Reread, answer: list[list[Reply]]) -> None:
+    """Drive a ``reread`` with canned replies, one list per batch (for tests and tools)."""
+    batch = next(gen, None)
+    for replies in answer:
+        if batch is None:
+            raise AssertionError("more replies than batches")
+        assert len(replies) == len(batch)
+        try:
+            batch = gen.send(replies)
+        except StopIteration:
+            batch = None
+    if batch is not None:
+        raise AssertionError(f"a batch was left unanswered: {batch}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Barriers and failure episodes.
+
+
+class Barriers:
+    """The tickets of ``/v1/sync`` requests against one server.
+
+    Requests are numbered; a re-read covers every ticket issued before it started.  Served
+    tickets got their re-read published; failed ones are answered with why.  A ticket fails
+    after ``BARRIER_TRIES`` failed attempts made while it waits (the shell also gives each
+    request a deadline).
+    """
+
+    def __init__(self) -> None:
+        self.requested = 0
+        self.served = 0
+        self.failed = 0
+        self.failure = ""
+        self.tries = 0  # failed attempts since the oldest pending ticket was issued
+
+    def pending(self) -> bool:
+        return self.requested > max(self.served, self.failed)
+
+    def request(self) -> int:
+        if not self.pending():
+            self.tries = 0
+        self.requested += 1
+        return self.requested
+
+    def serve(self, ticket: int) -> bool:
+        """A re-read that started when ``ticket`` was the newest was published.  True when
+        that answered someone."""
+        self.tries = 0
+        if ticket > self.served:
+            self.served = ticket
+            return True
+        return False
+
+    def serve_all(self) -> None:
+        """Every ticket so far is answered by what was published (the server went down, or
+        has no session)."""
+        self.served = self.requested
+        self.tries = 0
+
+    def attempt_failed(self, why: str) -> bool:
+        """A re-read failed.  True when that failed the tickets waiting (after enough tries)."""
+        self.tries += 1
+        if self.tries < BARRIER_TRIES or not self.pending():
+            return False
+        self.failed, self.failure, self.tries = self.requested, why, 0
+        return True
+
+    def answer(self, ticket: int) -> str | bool | None:
+        """None: served; a string: failed, why; False: still waiting."""
+        if self.served >= ticket:
+            return None
+        if self.failed >= ticket:
+            return self.failure
+        return False
+
+
+class Episode:
+    """A failure episode: ``fail`` and ``recover`` say what to log (once each way)."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+
+    def fail(self, why: str) -> str:
+        """'start' for a new episode, 'changed' when its reason changed, 'same' otherwise."""
+        before, self.error = self.error, why
+        if before is None:
+            return "start"
+        return "same" if before == why else "changed"
+
+    def recover(self) -> str | None:
+        """The error that ended, if an episode was under way."""
+        before, self.error = self.error, None
+        return before
+
+
+# ---------------------------------------------------------------------------------------------
+# Hooks: which kind this tmux takes, and their text.
+
+# Hooks go at this index of each hook's array, so a user's hooks (normally at [0], [1] ...)
+# are never replaced; `set-hook -gu 'name[7741]'` removes exactly ours.
+HOOK_INDEX = 7741
+# Only one hook is needed.  Every other location change in a session we are not attached to
+# is announced to all control clients anyway (window add/close/rename, active pane, current
+# window, session create/close/rename: research §2.1), or to nobody at all (respawn, silent
+# swap-window, renumbering: the digest's job).  What reaches only the attached session is
+# %layout-change: splits, kills, resizes, layouts, pane exits, break/join -- all of which
+# fire window-layout-changed.
+HOOKS = ("window-layout-changed",)
+
+
+def uses_message_hooks(version: str) -> bool:
+    """tmux 3.4+ delivers ``display-message -c <control client>`` as a %message line: a push
+    with no extra client.  3.3 has no such line, so it uses a wait-for channel."""
+    digits = "".join(ch if ch.isdigit() or ch == "." else " " for ch in version)
+    parts = digits.split()
+    try:
+        major, minor = [*parts[0].split("."), "0"][:2]
+        return (int(major), int(minor or 0)) >= (3, 4)
+    except (ValueError, IndexError):
+        return False
+
+
+def hook_command(mirror: ServerMirror, hook: str, channel: str) -> str:
+    """The text of our hook for this server, as tmux will parse it when the hook runs (so
+    its words are respelled too)."""
+    spell = mirror.spell
+    # The guard is a format evaluated inside the server (no fork): windows of the attached
+    # session already send us %layout-change, and a hook for them would only cost a second,
+    # wider re-read.  #{session_id} is the session the hook's window was found in.
+    guard = f"#{{!=:#{{session_id}},{mirror.attached_session}}}"
+    if uses_message_hooks(mirror.version):
+        # 3.4+: the message names the window, so only that window is re-read.  The guard
+        # goes inside the message, not around it in if-shell: a command that if-shell
+        # inserts inherits its client, and when that is our control client its %begin/%end
+        # 0 guard is written to us with the %message inside it, as block content, unseen.
+        # A hook's own command has no client yet when its guard is written.  For windows of
+        # the attached session the message is empty and ignored.
+        text = f"#{{?{guard},{MESSAGE_PREFIX}{hook} #{{window_id}},}}"
+        return f"{spell.word('display-message')} -c '{mirror.client_name}' '{text}'"
+    wait_for = spell.word("wait-for")
+    return f"{spell.word('if-shell')} -F '{guard}' \"{wait_for} -S {channel}\""
+
+
+def install_hooks(mirror: ServerMirror, channel: str) -> list[Argv]:
+    return [
+        mirror.spell(("set-hook", "-g", f"{hook}[{HOOK_INDEX}]", hook_command(mirror, hook,
+                                                                             channel)))
+        for hook in HOOKS
+    ]
+
+
+def remove_hooks(mirror: ServerMirror) -> list[Argv]:
+    return [mirror.spell(("set-hook", "-gu", f"{hook}[{HOOK_INDEX}]")) for hook in HOOKS]
