@@ -29,25 +29,18 @@ from typing import Literal, NoReturn
 import msgspec
 from aiohttp import web
 
-from tmuxlocd import __version__
+from tmuxlocd import __version__, queries
 from tmuxlocd.answers import (
-    DirectionNeighbors,
     Health,
-    NeighborEntry,
     PaneList,
-    PaneNeighbors,
     PaneSummaryList,
     SelfAnswer,
     ServerFailure,
     ServerHealth,
     SyncAnswer,
-    Tree,
-    TreeServer,
-    TreeSession,
-    TreeWindow,
     summary_of,
 )
-from tmuxlocd.errors import LayoutError, SyncFailed
+from tmuxlocd.errors import SyncFailed
 from tmuxlocd.events import (
     CHANGE_TYPES,
     HEARTBEAT_JSON,
@@ -64,10 +57,10 @@ from tmuxlocd.events import (
 )
 from tmuxlocd.hub import QUEUE_SIZE, Hub, Published, Subscriber, location_of
 from tmuxlocd.identity import identify, peer_credentials
-from tmuxlocd.layout import DIRECTIONS, Direction, neighbors_of_layout
-from tmuxlocd.location import Location, PaneRef, changed_fields, text_form
-from tmuxlocd.model import id_number
+from tmuxlocd.layout import DIRECTIONS, Direction
+from tmuxlocd.location import Location, changed_fields, text_form
 from tmuxlocd.observer import resolve_server
+from tmuxlocd.queries import Selection
 
 log = logging.getLogger(__name__)
 
@@ -440,12 +433,12 @@ class _Query:
         pane_id = parse_id(raw, "pane")
         if pane_id == "self":
             return self.self_location()
-        found = self.hub.find_pane(pane_id, self.server())
-        if not found:
-            raise ApiError(404, "not_found", f"no pane {pane_id}")
-        if len(found) > 1:
-            raise _ambiguous("pane", pane_id, (loc.server.socket_path for loc in found))
-        return found[0]
+        try:
+            return queries.find_pane(self.hub, pane_id, self.server())
+        except queries.QueryError as exc:
+            if exc.code == "ambiguous":
+                raise _ambiguous("pane", pane_id, exc.servers) from None
+            raise ApiError(404, exc.code, exc.message) from None
 
     def scope(self, kind: Literal["window", "session"], raw: str) -> tuple[str, str]:
         """A window or session id -> (socket path, id), on the one server that has it."""
@@ -577,31 +570,6 @@ async def get_pane(request: web.Request) -> web.StreamResponse:
     return _text_answer(request, loc, turn, with_neighbors)
 
 
-class Selection(msgspec.Struct, frozen=True, kw_only=True):
-    """Which panes a request selected: every given filter must match."""
-
-    server: str | None = None
-    pane: str | None = None
-    window: str | None = None
-    session: str | None = None
-
-    @property
-    def scoped(self) -> bool:
-        return self.window is not None or self.session is not None
-
-    def matches(self, loc: Location) -> bool:
-        if self.server is not None and loc.server.socket_path != self.server:
-            return False
-        if self.pane is not None and loc.pane.id != self.pane:
-            return False
-        if self.window is not None and loc.window.id != self.window:
-            return False
-        return self.session is None or (
-            loc.session.id == self.session
-            or any(link.session_id == self.session for link in loc.links)
-        )
-
-
 def _selection(q: _Query, *, pane: str | None = None) -> Selection:
     """The filters ``server``, ``window``, ``session`` (and ``pane`` for streams)."""
     query = q.request.query
@@ -626,10 +594,6 @@ def _same_server(current: str | None, path: str) -> str:
     return path
 
 
-def _sort_key(loc: Location) -> tuple[str, int, int, int]:
-    return (loc.server.socket_path, id_number(loc.session.id), loc.window.index, loc.pane.index)
-
-
 async def get_panes(request: web.Request) -> web.StreamResponse:
     q = _Query(request)
     _json_only(request)
@@ -639,7 +603,7 @@ async def get_panes(request: web.Request) -> web.StreamResponse:
     summary = _choice(request, "detail", ("full", "summary")) == "summary"
     await q.fresh()
     selection = _selection(q)
-    matched = sorted(filter(selection.matches, q.hub.all_locations()), key=_sort_key)
+    matched = queries.select(q.hub, selection)
     page = matched[offset : offset + limit]
     return _json(
         request,
@@ -666,88 +630,14 @@ async def get_neighbors(request: web.Request) -> web.StreamResponse:
         direction = DIRECTIONS[DIRECTIONS.index(raw)]
     await q.fresh()
     loc = q.pane(request.match_info["pane"])
-    try:
-        table = neighbors_of_layout(loc.window.layout).get(id_number(loc.pane.id), {})
-    except LayoutError:
-        table = {}
-    panes = q.hub.server(loc.server.socket_path).locations
-
-    def entries(d: Direction) -> tuple[NeighborEntry, ...]:
-        out = []
-        for n in table.get(d, ()):
-            other = panes.get(f"%{n.pane}")
-            if other is not None:
-                out.append(
-                    NeighborEntry(id=other.pane.id, index=other.pane.index, shared=n.shared)
-                )
-        return tuple(out)
-
-    if direction is not None:
-        answer = DirectionNeighbors(pane=loc.pane.id, direction=direction, panes=entries(direction))
-        return _json(request, answer)
-    return _json(
-        request,
-        PaneNeighbors(
-            pane=loc.pane.id,
-            above=entries("above"),
-            below=entries("below"),
-            left=entries("left"),
-            right=entries("right"),
-        ),
-    )
+    return _json(request, queries.neighbors(q.hub, loc, direction))
 
 
 async def get_tree(request: web.Request) -> web.StreamResponse:
     q = _Query(request)
     _json_only(request)
     await q.fresh()
-    only = q.server()
-    servers: list[TreeServer] = []
-    for path in sorted(q.hub.servers):
-        if only is not None and path != only:
-            continue
-        state = q.hub.servers[path].state
-        panes_of: dict[str, list[PaneRef]] = {}
-        for p in sorted(state.panes.values(), key=lambda p: p.index):
-            panes_of.setdefault(p.window_id, []).append(
-                PaneRef(
-                    id=p.id,
-                    index=p.index,
-                    active=p.active,
-                    tty=p.tty,
-                    pid=p.pid,
-                    left=p.left,
-                    top=p.top,
-                    width=p.width,
-                    height=p.height,
-                )
-            )
-        windows_of: dict[str, list[TreeWindow]] = {}
-        for link in state.winlinks:  # sorted by session id, then index
-            window = state.windows.get(link.window_id)
-            if window is None:
-                continue
-            windows_of.setdefault(link.session_id, []).append(
-                TreeWindow(
-                    id=window.id,
-                    index=link.index,
-                    name=window.name,
-                    active=link.active,
-                    zoomed=window.zoomed,
-                    layout=window.layout,
-                    panes=tuple(panes_of.get(window.id, ())),
-                )
-            )
-        sessions = [
-            TreeSession(id=s.id, name=s.name, windows=tuple(windows_of.get(s.id, ())))
-            for s in sorted(state.sessions.values(), key=lambda s: id_number(s.id))
-        ]
-        servers.append(
-            TreeServer(
-                socket_path=path, pid=state.pid, running=state.running, sessions=tuple(sessions)
-            )
-        )
-    return _json(request, Tree(servers=tuple(servers)))
+    return _json(request, queries.tree(q.hub, q.server()))
 
 
 async def get_health(request: web.Request) -> web.StreamResponse:

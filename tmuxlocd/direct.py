@@ -18,12 +18,11 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
-from tmuxlocd.answers import Caller, Reason
-from tmuxlocd.client import SelfInfo
+from tmuxlocd import identity
+from tmuxlocd.answers import SelfAnswer
 from tmuxlocd.errors import RowError
-from tmuxlocd.location import Location, build_locations
 from tmuxlocd.model import (
     PANE_FORMAT,
     SESSION_FORMAT,
@@ -33,25 +32,17 @@ from tmuxlocd.model import (
     state_from_rows,
 )
 from tmuxlocd.names import output_escapes_dollars, undo_output_dollars
+from tmuxlocd.queries import CallerFacts, StaticView, decide_self
+
+SelfInfo = SelfAnswer  # the name the clients give this answer
 
 PID_FORMAT = "V\t#{pid}\t#{version}"
 QUERY_TIMEOUT = 5.0
-MAX_ANCESTORS = 64
 
 NOTE = "tmuxlocd: no daemon answered; computed directly from tmux"
 
 # ----------------------------------------------------------------------------------------------
 # Pure parts.
-
-
-def parse_stat(text: str) -> tuple[int, int]:
-    """``/proc/<pid>/stat`` -> (ppid, tty_nr).  Fields are read after the *last* ``)``:
-    ``comm`` may itself hold spaces and parentheses."""
-    _, sep, tail = text.rpartition(")")
-    if not sep:
-        raise ValueError("no ')' in stat line")
-    fields = tail.split()
-    return int(fields[1]), int(fields[4])
 
 
 def query_argv(tmux: str, socket: str) -> list[str]:
@@ -116,28 +107,8 @@ def env_pane(env: Mapping[str, str]) -> str | None:
     return value if len(value) > 1 and value[0] == "%" and value[1:].isdigit() else None
 
 
-def ancestor_tty(pid: int, stat_of: Callable[[int], tuple[int, int] | None]) -> int:
-    """The tty of the nearest proper ancestor of ``pid`` that has one, else 0."""
-    current = stat_of(pid)
-    for _ in range(MAX_ANCESTORS):
-        if current is None or current[0] <= 1:
-            return 0
-        current = stat_of(current[0])
-        if current is not None and current[1] != 0:
-            return current[1]
-    return 0
-
-
 # ----------------------------------------------------------------------------------------------
 # I/O.
-
-
-def read_stat(pid: int | str = "self") -> tuple[int, int] | None:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            return parse_stat(f.read())
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def candidate_sockets(env: Mapping[str, str], uid: int) -> list[str]:
@@ -185,7 +156,7 @@ def query_server(tmux: str, socket: str, env: Mapping[str, str]) -> ServerState 
         return None
 
 
-def _rdev(path: str) -> int | None:
+def rdev(path: str) -> int | None:
     try:
         return os.stat(path).st_rdev
     except OSError:
@@ -198,9 +169,32 @@ def _tty_name(tty_nr: int) -> str | None:
             name = os.ttyname(fd)
         except OSError:
             continue
-        if _rdev(name) == tty_nr:
+        if rdev(name) == tty_nr:
             return name
     return None
+
+
+def read_view(
+    env: Mapping[str, str] | None = None,
+    *,
+    tmux: str | None = None,
+    sockets: Iterable[str] | None = None,
+    until_tty: int = 0,
+) -> StaticView:
+    """The candidate servers, each read once.  With ``until_tty``, the search stops at the
+    first server that has a pane on that tty: the others are left alone."""
+    env = os.environ if env is None else env
+    tmux = tmux or shutil.which("tmux") or "tmux"
+    paths = list(sockets) if sockets is not None else candidate_sockets(env, os.getuid())
+    states: list[ServerState] = []
+    for path in paths:
+        state = query_server(tmux, path, env)
+        if state is None:
+            continue
+        states.append(state)
+        if until_tty and StaticView([state], rdev).panes_by_rdev(until_tty):
+            break
+    return StaticView(states, rdev)
 
 
 def where_am_i(
@@ -208,48 +202,46 @@ def where_am_i(
     *,
     tmux: str | None = None,
     sockets: Iterable[str] | None = None,
-) -> SelfInfo:
-    """The answer ``GET /v1/self`` would give this process, computed without a daemon."""
+    accept_ancestor: bool = False,
+) -> SelfAnswer:
+    """The answer ``GET /v1/self`` would give this process, computed without a daemon, by
+    the same decision (``queries.decide_self``) over a one-shot read of tmux."""
+    return where_and_view(env, tmux=tmux, sockets=sockets, accept_ancestor=accept_ancestor)[0]
+
+
+def where_and_view(
+    env: Mapping[str, str] | None = None,
+    *,
+    tmux: str | None = None,
+    sockets: Iterable[str] | None = None,
+    accept_ancestor: bool = False,
+) -> tuple[SelfAnswer, StaticView]:
+    """``where_am_i``, and the view it was decided on (for the queries that follow)."""
     env = os.environ if env is None else env
-    tmux = tmux or shutil.which("tmux") or "tmux"
     pid = os.getpid()
-    own = read_stat(pid)
-    tty_nr = own[1] if own is not None else 0
-    up_nr = ancestor_tty(pid, lambda p: own if p == pid else read_stat(p))
-    wanted = {n for n in (tty_nr, up_nr) if n}
+    own = identity.read_stat(pid)
+    tty_nr = own.tty_nr if own is not None else 0
 
-    here: Location | None = None
-    ancestor: Location | None = None
-    any_running = False
-    if wanted:
-        paths = list(sockets) if sockets is not None else candidate_sockets(env, os.getuid())
-        for path in paths:
-            state = query_server(tmux, path, env)
-            if state is None:
-                continue
-            any_running = True
-            for loc in _by_pane_number(build_locations(state)):
-                rdev = _rdev(loc.pane.tty)
-                if here is None and tty_nr and rdev == tty_nr:
-                    here = loc
-                if ancestor is None and up_nr and rdev == up_nr:
-                    ancestor = loc
-            if (here is not None or not tty_nr) and (ancestor is not None or not up_nr):
-                break  # found all there is to find: leave the other servers alone
+    def stat_of(p: int) -> identity.ProcStat | None:
+        return own if p == pid else identity.read_stat(p)
 
-    caller = Caller(
+    walked: list[int] = []
+
+    def ancestor_tty_nr() -> int:
+        if not walked:
+            walked.append(identity.nearest_tty_ancestor(pid, stat_of, skip=tty_nr))
+        return walked[0]
+
+    # A process with no tty, and no ancestor with one, is in no pane: nothing is queried.
+    if tty_nr or ancestor_tty_nr():
+        view = read_view(env, tmux=tmux, sockets=sockets, until_tty=tty_nr)
+    else:
+        view = StaticView([], rdev)
+    facts = CallerFacts(
         pid=pid,
-        tty=here.pane.tty if here is not None else (_tty_name(tty_nr) if tty_nr else None),
+        tty_nr=tty_nr,
         env_pane=env_pane(env),
-        ancestor_pane=ancestor.pane.id if ancestor is not None else None,
+        ancestor_tty_nr=ancestor_tty_nr,
+        tty_path=lambda: _tty_name(tty_nr),
     )
-    if here is not None:
-        return SelfInfo(inside_tmux=True, verified_by="tty", caller=caller, location=here)
-    reason: Reason = (
-        "no_controlling_tty" if not tty_nr else "tty_not_a_pane" if any_running else "no_server"
-    )
-    return SelfInfo(inside_tmux=False, reason=reason, caller=caller)
-
-
-def _by_pane_number(locations: Mapping[str, Location]) -> list[Location]:
-    return sorted(locations.values(), key=lambda loc: int(loc.pane.id[1:]))
+    return decide_self(view, facts, accept_ancestor=accept_ancestor), view

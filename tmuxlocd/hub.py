@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Literal
 
 import msgspec
@@ -253,6 +253,16 @@ class Hub:
     def all_locations(self) -> Iterator[Location]:
         for entry in self.servers.values():
             yield from entry.locations.values()
+
+    def server_states(self) -> Iterator[ServerState]:
+        """(queries.View) every watched server's last state."""
+        for entry in self.servers.values():
+            yield entry.state
+
+    def locations_of(self, socket_path: str) -> Mapping[str, Location]:
+        """(queries.View) one server's Locations, by pane id."""
+        entry = self.servers.get(socket_path)
+        return entry.locations if entry is not None else {}
 
     def find_pane(self, pane_id: str, server: str | None = None) -> list[Location]:
         out: list[Location] = []

@@ -17,9 +17,8 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-from tmuxlocd.answers import Caller, Reason, SelfAnswer
-from tmuxlocd.hub import Hub
-from tmuxlocd.location import Location
+from tmuxlocd.answers import SelfAnswer
+from tmuxlocd.queries import CallerFacts, View, decide_self
 
 _PEERCRED = struct.Struct("3i")
 # An ancestor chain is short; the bound only protects against a cycle in a racing /proc.
@@ -224,62 +223,24 @@ def tty_path(pid: int, tty_nr: int) -> str | None:
 
 
 
-def identify(hub: Hub, pid: int, *, accept_ancestor: bool = False) -> SelfAnswer:
-    """Where process ``pid`` is, by the tty rule of SPEC §2 (with its hints).
+def identify(view: View, pid: int, *, accept_ancestor: bool = False) -> SelfAnswer:
+    """Where process ``pid`` is (``queries.decide_self``), from what /proc says of it.
 
-    A caller in a pane is not walked up: its nearest ancestor with a tty is, but for the
-    rarest of process trees, the shell of that same pane, which is what ``ancestor_pane``
-    then says.  Keeping the walk off this path keeps ``GET /v1/self`` at two small reads.
+    Two small reads for a caller in a pane (its stat and, once per process, its
+    environment); the ancestor walk and the tty's path only for a caller that is not.
     """
     own = read_stat(pid)
     tty_nr = own.tty_nr if own is not None else 0
-    here = hub.panes_by_rdev(tty_nr)
-    if here:
-        ancestor = here
-    else:
-        ancestor_nr = nearest_tty_ancestor(pid, _stat_of_caller(pid, own), skip=tty_nr)
-        ancestor = hub.panes_by_rdev(ancestor_nr)
-    caller = Caller(
-        pid=pid,
-        tty=_caller_tty(pid, tty_nr, here),
-        env_pane=env_pane_of(own, pid),
-        ancestor_pane=ancestor[0].pane.id if ancestor else None,
-    )
-    if here:
-        return SelfAnswer(
-            inside_tmux=True, verified_by="tty", reason=None, caller=caller, location=here[0]
-        )
-    if accept_ancestor and ancestor:
-        return SelfAnswer(
-            inside_tmux=True,
-            verified_by="ancestor",
-            reason=None,
-            caller=caller,
-            location=ancestor[0],
-        )
-    reason: Reason
-    if tty_nr == 0:
-        reason = "no_controlling_tty"
-    elif not hub.any_running():
-        reason = "no_server"
-    else:
-        reason = "tty_not_a_pane"
-    return SelfAnswer(
-        inside_tmux=False, verified_by=None, reason=reason, caller=caller, location=None
-    )
 
-
-def _stat_of_caller(pid: int, own: ProcStat | None) -> Callable[[int], ProcStat | None]:
-    # The caller's own stat was just read: reuse it for the first step of the walk.
     def stat_of(p: int) -> ProcStat | None:
+        # The caller's own stat was just read: reuse it for the first step of the walk.
         return own if p == pid else read_stat(p)
 
-    return stat_of
-
-
-def _caller_tty(pid: int, tty_nr: int, here: list[Location]) -> str | None:
-    if tty_nr == 0:
-        return None
-    if here:
-        return here[0].pane.tty
-    return tty_path(pid, tty_nr)
+    facts = CallerFacts(
+        pid=pid,
+        tty_nr=tty_nr,
+        env_pane=env_pane_of(own, pid),
+        ancestor_tty_nr=lambda: nearest_tty_ancestor(pid, stat_of, skip=tty_nr),
+        tty_path=lambda: tty_path(pid, tty_nr),
+    )
+    return decide_self(view, facts, accept_ancestor=accept_ancestor)

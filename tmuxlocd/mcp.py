@@ -25,9 +25,8 @@ import contextlib
 import importlib
 import logging
 import os
-import shutil
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import msgspec
@@ -39,24 +38,22 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from tmuxlocd import __version__, direct
+from tmuxlocd import __version__, direct, identity, queries
 from tmuxlocd.answers import summary_of
 from tmuxlocd.client import (
     AsyncClient,
     ClientError,
     DaemonUnavailable,
     DirectionNeighbors,
-    NeighborEntry,
     PaneList,
     PaneSummaryList,
     SelfInfo,
     socket_path,
 )
-from tmuxlocd.errors import LayoutError
 from tmuxlocd.events import Event, PaneAdded, PaneChanged, PaneRemoved, SnapshotEvent, apply
-from tmuxlocd.layout import DIRECTIONS, Direction, neighbors_of_layout
-from tmuxlocd.location import Location, build_locations, text_form
-from tmuxlocd.model import id_number
+from tmuxlocd.layout import DIRECTIONS, Direction
+from tmuxlocd.location import Location, text_form
+from tmuxlocd.queries import StaticView
 
 log = logging.getLogger("tmuxlocd.mcp")
 
@@ -232,14 +229,9 @@ def self_resource_text(loc: Location | None, reason: str | None = None) -> str:
     return text_form(loc, with_neighbors=True)
 
 
-def _order(loc: Location) -> tuple[str, int, int, int]:
-    # The daemon's order for /v1/panes.
-    return (loc.server.socket_path, id_number(loc.session.id), loc.window.index, loc.pane.index)
-
-
 def window_summary(locations: Iterable[Location]) -> bytes:
     """``tmux://self/window`` built from Locations (the shape of /v1/panes?detail=summary)."""
-    panes = tuple(summary_of(loc) for loc in sorted(locations, key=_order))
+    panes = tuple(summary_of(loc) for loc in sorted(locations, key=queries.pane_order))
     return _json.encode(PaneSummaryList(panes=panes, total=len(panes), truncated=False))
 
 
@@ -266,103 +258,44 @@ def _pane_id(reference: str) -> str:
 # No daemon: the same answers straight from tmux (blocking; run in a thread).
 
 
-def _rdev(path: str) -> int | None:
-    try:
-        return os.stat(path).st_rdev
-    except OSError:
-        return None
-
-
-def _direct_states(only: str | None = None) -> Iterator[dict[str, Location]]:
-    env = os.environ
-    tmux = shutil.which("tmux") or "tmux"
-    paths = [only] if only is not None else direct.candidate_sockets(env, os.getuid())
-    for path in paths:
-        state = direct.query_server(tmux, path, env)
-        if state is not None:
-            yield build_locations(state)
-
-
 def direct_self(accept_ancestor: bool) -> SelfInfo:
     """What ``GET /v1/self[?accept=ancestor]`` would say, computed without a daemon."""
-    info = direct.where_am_i()
-    if info.inside_tmux or not accept_ancestor or info.caller.ancestor_pane is None:
-        return info
-    # direct names the ancestor's pane; placing this process there needs its Location, found
-    # by the same tty rule the daemon applies.
-    wanted = direct.ancestor_tty(os.getpid(), direct.read_stat)
-    for locations in _direct_states():
-        for loc in locations.values():
-            if wanted and _rdev(loc.pane.tty) == wanted:
-                return SelfInfo(
-                    inside_tmux=True, verified_by="ancestor", caller=info.caller, location=loc
-                )
-    return info
+    return direct.where_am_i(accept_ancestor=accept_ancestor)
 
 
-def _direct_locations(info: SelfInfo) -> list[Location]:
-    only = info.location.server.socket_path if info.location is not None else None
-    return [loc for state in _direct_states(only) for loc in state.values()]
-
-
-def _find(info: SelfInfo, locations: list[Location], reference: str) -> Location:
+def _direct_target(accept_ancestor: bool, reference: str) -> tuple[Location, StaticView]:
+    """The pane ``reference`` names (self, or an id), and a view of its server."""
+    info, view = direct.where_and_view(accept_ancestor=accept_ancestor)
     if reference == "self":
         if info.location is None:
             raise ToolFailure(NO_SELF)
-        return info.location
-    found = [loc for loc in locations if loc.pane.id == reference]
-    if not found:
-        raise ToolFailure(f"not_found: no pane {reference}")
-    if len(found) > 1:
-        servers = ", ".join(loc.server.socket_path for loc in found)
-        raise ToolFailure(f"ambiguous: pane {reference} exists on several servers ({servers})")
-    return found[0]
+        return info.location, view
+    if info.location is None or reference not in view.locations_of(
+        info.location.server.socket_path
+    ):
+        view = direct.read_view()  # every server: the pane may be on one not read yet
+    try:
+        return queries.find_pane(view, reference), view
+    except queries.QueryError as exc:
+        raise ToolFailure(f"{exc.code}: {exc.message}") from None
 
 
 def direct_neighbors(
     accept_ancestor: bool, direction: Direction, reference: str
 ) -> DirectionNeighbors:
-    info = direct_self(accept_ancestor)
-    locations = _direct_locations(info)
-    loc = _find(info, locations, reference)
-    try:
-        table = neighbors_of_layout(loc.window.layout).get(id_number(loc.pane.id), {})
-    except LayoutError:
-        table = {}
-    same_server = {
-        other.pane.id: other
-        for other in locations
-        if other.server.socket_path == loc.server.socket_path
-    }
-    entries = []
-    for n in table.get(direction, ()):
-        other = same_server.get(f"%{n.pane}")
-        if other is not None:
-            entries.append(NeighborEntry(id=other.pane.id, index=other.pane.index, shared=n.shared))
-    return DirectionNeighbors(pane=loc.pane.id, direction=direction, panes=tuple(entries))
+    loc, view = _direct_target(accept_ancestor, reference)
+    answer = queries.neighbors(view, loc, direction)
+    assert isinstance(answer, DirectionNeighbors)
+    return answer
 
 
 def direct_panes(accept_ancestor: bool, scope: Scope, detail: Detail) -> bytes:
-    info = direct_self(accept_ancestor)
+    info, view = direct.where_and_view(accept_ancestor=accept_ancestor)
     me = info.location
     if me is None:
         raise ToolFailure(NO_SELF)
-    selected = sorted(
-        (
-            loc
-            for loc in _direct_locations(info)
-            if scope == "server"
-            or (scope == "window" and loc.window.id == me.window.id)
-            or (
-                scope == "session"
-                and (
-                    loc.session.id == me.session.id
-                    or any(link.session_id == me.session.id for link in loc.links)
-                )
-            )
-        ),
-        key=_order,
-    )
+    # The view holds at least the caller's server, which is all any scope here needs.
+    selected = queries.select(view, queries.scope_selection(me, scope))
     if detail == "full":
         return _json.encode(PaneList(panes=tuple(selected), total=len(selected)))
     return window_summary(selected)
@@ -391,8 +324,8 @@ def daemon_socket(env: Mapping[str, str] | None = None) -> str:
 
 
 def has_controlling_tty() -> bool:
-    stat = direct.read_stat("self")
-    return stat is not None and stat[1] != 0
+    stat = identity.read_stat(os.getpid())
+    return stat is not None and stat.tty_nr != 0
 
 
 class Live:

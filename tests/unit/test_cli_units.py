@@ -478,13 +478,6 @@ def test_bad_usage_exits_2() -> None:
 # direct: the pure parts.
 
 
-def test_parse_stat() -> None:
-    text = "4242 (a (weird) name) S 17 4242 4242 34816 4242 4194304 ..."
-    assert direct.parse_stat(text) == (17, 34816)
-    with pytest.raises(ValueError):
-        direct.parse_stat("nonsense")
-
-
 def test_socket_from_tmux_env() -> None:
     assert direct.socket_from_tmux_env("/tmp/tmux-1000/default,4242,0") == "/tmp/tmux-1000/default"
     assert direct.socket_from_tmux_env("/tmp/a,b/sock,1,2") == "/tmp/a,b/sock"
@@ -497,15 +490,6 @@ def test_env_pane() -> None:
     assert direct.env_pane({"TMUX_PANE": "%12"}) == "%12"
     assert direct.env_pane({"TMUX_PANE": "12"}) is None
     assert direct.env_pane({}) is None
-
-
-def test_ancestor_tty() -> None:
-    table = {10: (9, 0), 9: (8, 0), 8: (1, 34816), 20: (1, 0)}
-    assert direct.ancestor_tty(10, table.get) == 34816
-    assert direct.ancestor_tty(20, table.get) == 0
-    assert direct.ancestor_tty(99, table.get) == 0
-    loop = {5: (6, 0), 6: (5, 0)}
-    assert direct.ancestor_tty(5, loop.get) == 0
 
 
 def test_query_argv_and_parse() -> None:

@@ -1,0 +1,177 @@
+"""The query layer, without tmux or aiohttp: identity decisions (every case of spec §2) and the
+pane, neighbour, listing and tree queries over a view built from replies captured from real
+tmux (tests/data/mirror)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tmuxlocd.answers import DirectionNeighbors, PaneNeighbors
+from tmuxlocd.mirror import Dirty, ServerMirror, run_reread
+from tmuxlocd.model import ServerState
+from tmuxlocd.protocol import Reply
+from tmuxlocd.queries import (
+    CallerFacts,
+    QueryError,
+    Selection,
+    StaticView,
+    decide_self,
+    find_pane,
+    neighbors,
+    scope_selection,
+    select,
+    tree,
+)
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "mirror"
+
+
+def captured(name: str = "3.3a", socket_path: str = "/tmp/tmux-0/a") -> ServerState:
+    data = json.loads((DATA / f"{name}.json").read_text())["before"]
+    mirror = ServerMirror(socket_path)
+    mirror.version = name
+    mirror.pid = 100
+    run_reread(mirror.reread(Dirty(full=True)), [[
+        Reply(number=1, time=0, flags=1, ok=True, lines=tuple(data[key]))
+        for key in ("list_sessions", "list_windows", "list_panes")]])
+    return mirror.state()
+
+
+def devices(*states: ServerState) -> dict[str, int]:
+    """A fake device number per pane tty (unique per server and tty)."""
+    out: dict[str, int] = {}
+    for n, state in enumerate(states):
+        for pane in state.panes.values():
+            out[f"{state.socket_path}:{pane.tty}"] = 34816 + 100 * n + int(pane.id[1:])
+    return out
+
+
+class Rig:
+    def __init__(self, *states: ServerState) -> None:
+        self.devices = devices(*states)
+        # the view stats a pane's tty path; one path per server here
+        by_path = {tty.split(":", 1)[1]: dev for tty, dev in self.devices.items()}
+        self.view = StaticView(states, by_path.get)
+        self.walked = 0
+
+    def dev(self, pane: str, server: str = "/tmp/tmux-0/a") -> int:
+        loc = self.view.locations_of(server)[pane]
+        return self.devices[f"{server}:{loc.pane.tty}"]
+
+    def facts(self, tty_nr: int, ancestor: int = 0, env_pane: str | None = None) -> CallerFacts:
+        def walk() -> int:
+            self.walked += 1
+            return ancestor
+
+        return CallerFacts(pid=4242, tty_nr=tty_nr, env_pane=env_pane, ancestor_tty_nr=walk,
+                           tty_path=lambda: "/dev/pts/77")
+
+
+# ------------------------------------------------------------------------------ identity
+
+
+def test_a_caller_on_a_pane_tty_is_in_that_pane_and_is_not_walked_up() -> None:
+    rig = Rig(captured())
+    answer = decide_self(rig.view, rig.facts(rig.dev("%1"), env_pane="%3"))
+    assert answer.inside_tmux and answer.verified_by == "tty" and answer.reason is None
+    assert answer.location is not None and answer.location.pane.id == "%1"
+    assert answer.caller.tty == answer.location.pane.tty
+    assert answer.caller.env_pane == "%3"  # reported, never believed
+    assert answer.caller.ancestor_pane == "%1"
+    assert rig.walked == 0
+
+
+@pytest.mark.parametrize(
+    ("tty", "ancestor", "accept", "inside", "verified", "reason", "ancestor_pane"),
+    [
+        # no controlling tty, no ancestor in a pane
+        ("none", "none", False, False, None, "no_controlling_tty", None),
+        # no tty (setsid child), its parent in %2: a hint, unless accepted
+        ("none", "%2", False, False, None, "no_controlling_tty", "%2"),
+        ("none", "%2", True, True, "ancestor", None, "%2"),
+        # a tty that is no pane's (script, ssh -t), with a pane further up
+        ("other", "%0", False, False, None, "tty_not_a_pane", "%0"),
+        ("other", "%0", True, True, "ancestor", None, "%0"),
+        ("other", "none", True, False, None, "tty_not_a_pane", None),
+    ],
+)
+def test_identity_cases(tty: str, ancestor: str, accept: bool, inside: bool,
+                        verified: str | None, reason: str | None,
+                        ancestor_pane: str | None) -> None:
+    rig = Rig(captured())
+    tty_nr = 0 if tty == "none" else 99999
+    up = 0 if ancestor == "none" else rig.dev(ancestor)
+    answer = decide_self(rig.view, rig.facts(tty_nr, up, env_pane="%3"),
+                         accept_ancestor=accept)
+    assert (answer.inside_tmux, answer.verified_by, answer.reason) == (inside, verified, reason)
+    assert answer.caller.ancestor_pane == ancestor_pane
+    assert answer.caller.tty == (None if tty == "none" else "/dev/pts/77")
+    if inside:
+        assert answer.location is not None and answer.location.pane.id == ancestor_pane
+    else:
+        assert answer.location is None
+
+
+def test_no_server_running() -> None:
+    view = StaticView([], lambda path: None)
+    answer = decide_self(view, Rig().facts(34816))
+    assert (answer.inside_tmux, answer.reason) == (False, "no_server")
+
+
+# ------------------------------------------------------------------------------ panes
+
+
+def test_find_pane_on_one_or_several_servers() -> None:
+    a, b = captured(socket_path="/tmp/tmux-0/a"), captured("3.6b", socket_path="/tmp/tmux-0/b")
+    rig = Rig(a, b)
+    with pytest.raises(QueryError) as amb:
+        find_pane(rig.view, "%1")
+    assert amb.value.code == "ambiguous" and amb.value.servers == ("/tmp/tmux-0/a",
+                                                                   "/tmp/tmux-0/b")
+    assert find_pane(rig.view, "%1", "/tmp/tmux-0/b").server.socket_path == "/tmp/tmux-0/b"
+    with pytest.raises(QueryError) as missing:
+        find_pane(rig.view, "%99")
+    assert missing.value.code == "not_found"
+
+
+def test_neighbors_from_the_layout() -> None:
+    rig = Rig(captured())
+    left = find_pane(rig.view, "%0")  # work:0 is split left | right
+    answer = neighbors(rig.view, left)
+    assert isinstance(answer, PaneNeighbors)
+    assert [e.id for e in answer.right] == ["%1"] and answer.left == answer.above == ()
+    (entry,) = answer.right
+    assert entry.shared == 48
+    below = neighbors(rig.view, left, "below")
+    assert isinstance(below, DirectionNeighbors) and below.panes == ()
+
+
+def test_selections_and_scopes() -> None:
+    rig = Rig(captured())
+    everything = select(rig.view, Selection())
+    assert [loc.pane.id for loc in everything] == ["%0", "%1", "%2", "%3"]
+    me = find_pane(rig.view, "%0")
+    assert [loc.pane.id for loc in select(rig.view, scope_selection(me, "window"))] == [
+        "%0", "%1"]
+    # session $0 "work": its own windows; the other session links work:0 in, so from
+    # there the window's panes belong too
+    work = select(rig.view, scope_selection(me, "session"))
+    assert {loc.pane.id for loc in work} == {"%0", "%1", "%2"}
+    other = find_pane(rig.view, "%3")
+    assert {loc.pane.id for loc in select(rig.view, scope_selection(other, "session"))} == {
+        "%0", "%1", "%3"}
+    assert len(select(rig.view, scope_selection(me, "server"))) == 4
+
+
+def test_tree_lists_a_linked_window_under_each_session() -> None:
+    rig = Rig(captured())
+    (server,) = tree(rig.view).servers
+    by_name = {s.name: s for s in server.sessions}
+    assert [w.index for w in by_name["other"].windows] == [0, 5]
+    assert [w.name for w in by_name["work"].windows] == ["cat", "logs"]
+    linked = by_name["other"].windows[1]
+    assert linked.id == "@0" and [p.id for p in linked.panes] == ["%0", "%1"]
+    assert tree(rig.view, "/elsewhere").servers == ()
