@@ -21,8 +21,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Literal
 
-import msgspec
-
 from tmuxlocd.errors import SyncFailed
 from tmuxlocd.events import (
     ChangeEvent,
@@ -36,22 +34,15 @@ from tmuxlocd.events import (
     ServerUp,
     SnapshotEvent,
     diff,
-    encoder,
     event_type,
 )
+from tmuxlocd.journal import RING_SIZE, Journal, Published
 from tmuxlocd.location import Location, LocationBuilder, ServerRef
 from tmuxlocd.model import ServerState
 
 ObserverStatus = Literal["attached", "down", "error"]
 
-RING_SIZE = 16_384  # SPEC §5 asks for at least 10,000 events of history
 QUEUE_SIZE = 4_096  # per subscriber; past this it is lagged, not buffered
-
-
-class Published(msgspec.Struct, frozen=True):
-    seq: int
-    event: Event
-    json: bytes
 
 
 class ServerEntry:
@@ -120,9 +111,7 @@ class Subscriber:
 
 class Hub:
     def __init__(self, *, ring_size: int = RING_SIZE, clock: Callable[[], float] = time.time):
-        self.instance = secrets.token_hex(4)
-        self.seq = 0
-        self.ring: deque[Published] = deque(maxlen=ring_size)
+        self.journal = Journal(secrets.token_hex(4), ring_size=ring_size)
         self.servers: dict[str, ServerEntry] = {}
         self.subscribers: set[Subscriber] = set()
         self.started = time.monotonic()
@@ -137,22 +126,24 @@ class Hub:
 
     # ------------------------------------------------------------------ ids
 
+    @property
+    def instance(self) -> str:
+        return self.journal.instance
+
+    @property
+    def seq(self) -> int:
+        return self.journal.seq
+
+    @property
+    def ring(self) -> deque[Published]:
+        return self.journal.ring
+
     def event_id(self, seq: int | None = None) -> str:
-        return f"{self.instance}:{self.seq if seq is None else seq}"
+        return self.journal.event_id(seq)
 
     def parse_event_id(self, value: str) -> int | None:
         """The seq of an id of this instance still in the ring, else None (-> reset)."""
-        instance, sep, number = value.rpartition(":")
-        if not sep or instance != self.instance or not (number.isascii() and number.isdigit()):
-            return None
-        seq = int(number)
-        if seq > self.seq:
-            return None
-        oldest = self.ring[0].seq if self.ring else self.seq + 1
-        # Resuming from seq needs every event after it: seq + 1 must still be in the ring.
-        if seq + 1 < oldest and seq != self.seq:
-            return None
-        return seq
+        return self.journal.parse_event_id(value)
 
     # ------------------------------------------------------------------ servers
 
@@ -209,20 +200,14 @@ class Hub:
     # ------------------------------------------------------------------ publishing
 
     def publish(self, events: list[ChangeEvent]) -> list[Published]:
-        now = self._clock()
-        out: list[Published] = []
-        for event in events:
-            self.seq += 1
-            stamped = msgspec.structs.replace(event, id=self.event_id(), time=now)
-            item = Published(self.seq, stamped, encoder.encode(stamped))
-            self.ring.append(item)
-            out.append(item)
+        out = self.journal.stamp(events, self._clock())
+        for item in out:
             for sub in self.subscribers:
                 sub.offer(item)
         return out
 
     def since(self, seq: int) -> list[Published]:
-        return [item for item in self.ring if item.seq > seq]
+        return self.journal.since(seq)
 
     def snapshot(self, predicate: Callable[[Location], bool] | None = None) -> SnapshotEvent:
         panes = tuple(
@@ -231,8 +216,7 @@ class Hub:
         return SnapshotEvent(id=self.event_id(), time=self._clock(), panes=panes)
 
     def marker(self, kind: Literal["reset", "lagged"]) -> Reset | Lagged:
-        cls = Reset if kind == "reset" else Lagged
-        return cls(id=self.event_id(), time=self._clock())
+        return self.journal.marker(kind, self._clock())
 
     @contextlib.contextmanager
     def subscribe(self, predicate: Predicate, maxsize: int = QUEUE_SIZE) -> Iterator[Subscriber]:

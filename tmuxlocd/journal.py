@@ -1,0 +1,69 @@
+"""The event journal: ids, the ring of recent events, and the resume decision (spec §5).
+
+Pure (no clock, no I/O: the time and the instance name are given).  Events are stamped
+``<instance>:<seq>`` in order and encoded once; the ring keeps the last ``ring_size`` of them
+for resuming.  ``resume`` decides what a subscriber that names a last event id gets: the
+events after it (an exact resume), or nothing but a ``reset`` and a fresh snapshot (an id of
+another instance, a future one, or one that left the ring).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import msgspec
+
+from tmuxlocd.events import ChangeEvent, Event, Lagged, Reset, encoder
+
+RING_SIZE = 16_384  # the spec asks for at least 10,000 events of history
+
+
+class Published(msgspec.Struct, frozen=True):
+    seq: int
+    event: Event
+    json: bytes
+
+
+class Journal:
+    def __init__(self, instance: str, *, ring_size: int = RING_SIZE) -> None:
+        self.instance = instance
+        self.seq = 0
+        self.ring: deque[Published] = deque(maxlen=ring_size)
+
+    def event_id(self, seq: int | None = None) -> str:
+        return f"{self.instance}:{self.seq if seq is None else seq}"
+
+    def parse_event_id(self, value: str) -> int | None:
+        """The seq of an id of this instance from which every later event is still in the
+        ring; None otherwise (the subscriber then gets ``reset`` and a snapshot)."""
+        instance, sep, number = value.rpartition(":")
+        if not sep or instance != self.instance or not (number.isascii() and number.isdigit()):
+            return None
+        seq = int(number)
+        if seq > self.seq:
+            return None
+        oldest = self.ring[0].seq if self.ring else self.seq + 1
+        # Resuming from seq needs every event after it: seq + 1 must still be in the ring.
+        if seq + 1 < oldest and seq != self.seq:
+            return None
+        return seq
+
+    def stamp(self, events: list[ChangeEvent], now: float) -> list[Published]:
+        """Give each event the next id and the time, encode it once, keep it in the ring."""
+        out: list[Published] = []
+        for event in events:
+            self.seq += 1
+            stamped = msgspec.structs.replace(event, id=self.event_id(), time=now)
+            item = Published(self.seq, stamped, encoder.encode(stamped))
+            self.ring.append(item)
+            out.append(item)
+        return out
+
+    def since(self, seq: int) -> list[Published]:
+        return [item for item in self.ring if item.seq > seq]
+
+    def marker(self, kind: str, now: float) -> Reset | Lagged:
+        """``reset`` or ``lagged``: carries the id of the last event published before it, so
+        that resuming from the snapshot that follows replays exactly the later changes."""
+        cls = Reset if kind == "reset" else Lagged
+        return cls(id=self.event_id(), time=now)
