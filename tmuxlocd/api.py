@@ -44,23 +44,15 @@ from tmuxlocd.errors import SyncFailed
 from tmuxlocd.events import (
     CHANGE_TYPES,
     HEARTBEAT_JSON,
-    Event,
-    PaneAdded,
-    PaneChanged,
-    PaneRemoved,
-    ServerDown,
-    ServerUp,
-    SnapshotEvent,
     encoder,
-    event_type,
-    pane_key,
 )
-from tmuxlocd.hub import QUEUE_SIZE, Hub, Published, Subscriber, location_of
+from tmuxlocd.hub import QUEUE_SIZE, Hub, Published, Subscriber
 from tmuxlocd.identity import identify, peer_credentials
 from tmuxlocd.layout import DIRECTIONS, Direction
-from tmuxlocd.location import Location, changed_fields, text_form
+from tmuxlocd.location import Location, text_form
 from tmuxlocd.observer import resolve_server
 from tmuxlocd.queries import Selection
+from tmuxlocd.streams import SSE_HEARTBEAT, SnapshotFrames, StreamCore, StreamFormat
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +151,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 HUB = web.AppKey("hub", Hub)
 SETTINGS = web.AppKey("settings", Settings)
 STREAMS: web.AppKey[set[_Stream]] = web.AppKey("streams")
+FRAMES = web.AppKey("snapshot frames", SnapshotFrames)
 
 
 def create_app(
@@ -186,6 +179,7 @@ def create_app(
         write_timeout=write_timeout,
     )
     app[STREAMS] = set()
+    app[FRAMES] = SnapshotFrames()
     app.on_shutdown.append(_end_streams)
     app.router.add_routes(
         [
@@ -717,142 +711,14 @@ async def post_notify(request: web.Request) -> web.StreamResponse:
 # Change streams (SPEC §5).
 
 
-class _Snapshot(msgspec.Struct, frozen=True):
-    """What starts (or restarts) a stream, with the seq it reflects."""
-
-    seq: int
-    event: SnapshotEvent
-
-
-def _merge(old: Event, new: Event) -> Event | None:
-    """Two events of one pane within one interval, as one (None: they cancel out)."""
-    match old, new:
-        case PaneAdded(), PaneChanged(location=loc):
-            return PaneAdded(id=new.id, time=new.time, location=loc)
-        case PaneAdded(), PaneRemoved():
-            return None
-        case PaneChanged(changed=a), PaneChanged(location=loc, changed=b):
-            both = tuple(dict.fromkeys((*a, *b)))
-            return PaneChanged(id=new.id, time=new.time, location=loc, changed=both)
-        case PaneRemoved(last=last), PaneAdded(location=loc):
-            changed = tuple(changed_fields(last, loc))
-            if not changed:
-                return None
-            return PaneChanged(id=new.id, time=new.time, location=loc, changed=changed)
-        case _:
-            return new
-
-
-class _Coalescer:
-    """``?min_interval_ms``: at most one event per pane per interval, trailing edge kept.
-
-    Events are released in batches at least one interval apart; a batch holds at most one
-    (merged) event per pane, ordered by id, so every pane's latest state arrives at the end
-    of each interval and ids still increase along the stream.
-    """
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self.pending: dict[str, tuple[Event | None, int]] = {}
-        self.other: list[Published] = []
-        self.next_allowed = 0.0
-        # The last Location this stream gave of each pane: a merged change names the fields
-        # that differ from it (not every field touched on the way), and a pane that ends an
-        # interval where it began it is not told of at all.
-        self.told: dict[str, Location] = {}
-
-    def start(self, panes: Iterable[Location]) -> None:
-        """A snapshot was sent: what the subscriber now knows."""
-        self.told = {pane_key(loc.server.socket_path, loc.pane.id): loc for loc in panes}
-
-    def add(self, item: Published) -> None:
-        loc = location_of(item.event)
-        if loc is None:
-            self.other.append(item)
-            return
-        key = pane_key(loc.server.socket_path, loc.pane.id)
-        held = self.pending.get(key)
-        if (
-            held is not None
-            and isinstance(held[0], PaneRemoved)
-            and isinstance(item.event, PaneAdded)
-            and held[0].last.server.pid != loc.server.pid
-        ):
-            # A restarted server re-uses pane ids: a different pane, not a change of the old
-            # one.  The removal is told as it is (before `server.down`, in id order).
-            self.other.append(Published(held[1], held[0], encoder.encode(held[0])))
-            self.told.pop(key, None)
-            held = None
-        if held is None:
-            self.pending[key] = (item.event, item.seq)
-        else:
-            self.pending[key] = (
-                item.event if held[0] is None else _merge(held[0], item.event),
-                item.seq,
-            )
-
-    def clear(self) -> None:
-        self.pending.clear()
-        self.other.clear()
-
-    @property
-    def holding(self) -> bool:
-        return bool(self.pending or self.other)
-
-    def take(self, now: float) -> list[Published]:
-        if not self.holding or now < self.next_allowed:
-            return []
-        out = list(self.other)
-        for key, (event, seq) in self.pending.items():
-            if event is None:
-                continue
-            if isinstance(event, PaneRemoved):
-                self.told.pop(key, None)
-            else:
-                before = self.told.get(key)
-                loc = location_of(event)
-                assert loc is not None
-                if isinstance(event, PaneChanged) and before is not None:
-                    changed = tuple(changed_fields(before, loc))
-                    if not changed:
-                        continue  # changed and changed back within the interval
-                    if changed != event.changed:
-                        event = PaneChanged(
-                            id=event.id, time=event.time, location=loc, changed=changed
-                        )
-                self.told[key] = loc
-            out.append(Published(seq, event, encoder.encode(event)))
-        out.sort(key=lambda p: p.seq)
-        self.clear()
-        self.next_allowed = now + self.interval
-        return out
-
-
-_SSE_HEARTBEAT = b": heartbeat\n\n"
-
-
-def _sse(ident: str, kind: str, data: Iterable[str | bytes]) -> bytes:
-    parts = [b"id: ", ident.encode(), b"\nevent: ", kind.encode(), b"\n"]
-    for line in data:
-        parts += [b"data: ", line.encode() if isinstance(line, str) else line, b"\n"]
-    parts.append(b"\n")
-    return b"".join(parts)
-
-
-StreamFormat = Literal["sse", "ndjson", "text"]
-
-
-# (selection, format) -> (hub seq, hub instance, framed snapshot): see frame_snapshot.
-_SNAPSHOT_FRAMES: dict[tuple[Selection, str], tuple[int, str, bytes]] = {}
-
-
-class _Stream:
-    """One ``GET /v1/events`` connection."""
+class _Stream(StreamCore):
+    """One ``GET /v1/events`` connection: the core's frames, written to the response."""
 
     def __init__(
         self,
         hub: Hub,
         settings: Settings,
+        frames: SnapshotFrames,
         selection: Selection,
         types: frozenset[str],
         fmt: StreamFormat,
@@ -861,122 +727,11 @@ class _Stream:
         turn: int | None,
         with_neighbors: bool,
     ) -> None:
-        self.hub = hub
+        super().__init__(hub, frames, selection, types, fmt, interval=interval, turn=turn,
+                         with_neighbors=with_neighbors)
         self.settings = settings
-        self.selection = selection
-        self.types = types
-        self.fmt = fmt
-        self.turn = turn
-        self.with_neighbors = with_neighbors
-        self.coalescer = _Coalescer(interval) if interval else None
-        self.last_seq = 0
-        # Window/session selections: whether each pane is in the selection (absent: unknown,
-        # after an exact resume), so that a pane leaving it is told once, and only then.
-        self.members: dict[str, bool] = {}
-        self.members_known = True
-        self.last_text: str | None = None
         self.sub: Subscriber | None = None
         self.closing = False
-
-    # -------------------------------------------------------------- selection
-
-    def admits(self, event: Event) -> bool:
-        """The hub-side filter: cheap, stateless, called for every published event."""
-        if event_type(event) not in self.types:
-            return False
-        match event:
-            case ServerUp(server=ref) | ServerDown(server=ref):
-                return self.selection.server is None or ref.socket_path == self.selection.server
-            case PaneAdded(location=loc) | PaneRemoved(last=loc):
-                return self.selection.matches(loc)
-            case PaneChanged(location=loc, changed=changed):
-                if self.selection.matches(loc):
-                    return True
-                # It may have left the selection: the stream decides with what it knows.
-                return self.selection.scoped and (
-                    self.selection.server is None or loc.server.socket_path == self.selection.server
-                ) and any(f in changed for f in ("window.id", "session.id", "links"))
-            case _:
-                return True
-
-    def _relevant(self, item: Published) -> bool:
-        """The stream-side filter: membership of window/session selections."""
-        event = item.event
-        loc = location_of(event)
-        if loc is None or not self.selection.scoped:
-            return True
-        key = pane_key(loc.server.socket_path, loc.pane.id)
-        if isinstance(event, PaneRemoved):
-            self.members.pop(key, None)
-            return True  # admitted only when its last location was in the selection
-        now = self.selection.matches(loc)
-        was = self.members.get(key)
-        self.members[key] = now
-        if now:
-            return True
-        return was is True or (was is None and not self.members_known)
-
-    def snapshot(self) -> _Snapshot:
-        snap = self.hub.snapshot(self.selection.matches)
-        self.members = {pane_key(loc.server.socket_path, loc.pane.id): True for loc in snap.panes}
-        self.members_known = True
-        if self.coalescer is not None:
-            self.coalescer.start(snap.panes)
-        return _Snapshot(self.hub.seq, snap)
-
-    # -------------------------------------------------------------- output
-
-    def frame_event(self, event: Event, json: bytes | None = None) -> bytes:
-        if self.fmt == "text":  # only `lagged` gets here: a bare marker, the text follows
-            return _sse(event.id, event_type(event), ())
-        data = encoder.encode(event) if json is None else json
-        if self.fmt == "ndjson":
-            return data + b"\n"
-        return _sse(event.id, event_type(event), (data,))
-
-    def frame_text(self, ident: str, kind: str, loc: Location | None, force: bool) -> bytes:
-        if loc is None:
-            if self.last_text is None and not force:
-                return b""
-            self.last_text = None
-            return _sse(ident, kind, (self.selection.pane or "",))
-        text = text_form(loc, turn=self.turn, with_neighbors=self.with_neighbors)
-        if text == self.last_text and not force:
-            return b""
-        self.last_text = text
-        return _sse(ident, kind, text.rstrip("\n").split("\n"))
-
-    def frame_snapshot(self, snap: _Snapshot) -> bytes:
-        if self.fmt != "text":
-            # Streams with the same selection that start between the same two events get
-            # the same bytes: one encoding, one buffer, however many subscribers connect.
-            key = (self.selection, self.fmt)
-            cached = _SNAPSHOT_FRAMES.get(key)
-            if cached is not None and cached[0] == snap.seq and cached[1] == self.hub.instance:
-                return cached[2]
-            frame = self.frame_event(snap.event)
-            # Only frames of the current event are worth keeping: older ones never match.
-            if len(_SNAPSHOT_FRAMES) >= 64 or any(
-                seq != snap.seq for seq, _, _ in _SNAPSHOT_FRAMES.values()
-            ):
-                _SNAPSHOT_FRAMES.clear()
-            _SNAPSHOT_FRAMES[key] = (snap.seq, self.hub.instance, frame)
-            return frame
-        loc = snap.event.panes[0] if snap.event.panes else None
-        # A text stream always (re)starts with the whole text.
-        return self.frame_text(snap.event.id, "snapshot", loc, True)
-
-    def frame_items(self, items: Iterable[Published]) -> list[bytes]:
-        out: list[bytes] = []
-        for item in items:
-            if self.fmt == "text":
-                loc = None if isinstance(item.event, PaneRemoved) else location_of(item.event)
-                frame = self.frame_text(item.event.id, event_type(item.event), loc, False)
-                if frame:
-                    out.append(frame)
-            else:
-                out.append(self.frame_event(item.event, item.json))
-        return out
 
     # -------------------------------------------------------------- life
 
@@ -1024,10 +779,10 @@ class _Stream:
                 pending, backlog = backlog, []
                 while True:
                     now = loop.time()
-                    out += self._process(pending, now)
+                    out += self.process(pending, now)
                     if now >= next_beat:
                         out.append(
-                            HEARTBEAT_JSON + b"\n" if self.fmt == "ndjson" else _SSE_HEARTBEAT
+                            HEARTBEAT_JSON + b"\n" if self.fmt == "ndjson" else SSE_HEARTBEAT
                         )
                         next_beat = now + self.settings.heartbeat
                     if out:
@@ -1063,17 +818,6 @@ class _Stream:
                     request.transport.abort()
         return response
 
-    def _process(self, items: list[Published], now: float) -> list[bytes]:
-        fresh = [item for item in items if item.seq > self.last_seq and self._relevant(item)]
-        if fresh:
-            self.last_seq = fresh[-1].seq
-        if self.coalescer is None:
-            return self.frame_items(fresh)
-        for item in fresh:
-            self.coalescer.add(item)
-        return self.frame_items(self.coalescer.take(now))
-
-
 async def get_events(request: web.Request) -> web.StreamResponse:
     q = _Query(request)
     query = request.query
@@ -1107,6 +851,7 @@ async def get_events(request: web.Request) -> web.StreamResponse:
     stream = _Stream(
         q.hub,
         settings,
+        request.app[FRAMES],
         selection,
         types,
         "ndjson" if fmt == "ndjson" else "text" if fmt == "text" else "sse",
