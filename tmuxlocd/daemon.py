@@ -41,6 +41,24 @@ log = logging.getLogger(__name__)
 STOP_BUDGET = 2.0  # SPEC §6: stop within 2 s
 FIRST_SYNC_WAIT = 3.0  # at most this long before serving, for the first sync of each server
 TOKEN_FILE = "token"
+SOMAXCONN_PATH = "/proc/sys/net/core/somaxconn"
+
+
+def listen_backlog() -> int:
+    """The system's largest listen backlog (SPEC §10: 1,000 clients connecting in one burst
+    are all served).
+
+    After a restart every subscriber reconnects at once.  A Unix socket whose backlog is full
+    refuses a non-blocking connect with EAGAIN at once (asyncio then hands back a socket that
+    fails on its first write), so a small backlog turns a reconnect storm into failures.  The
+    kernel caps any larger value at ``net.core.somaxconn`` anyway.
+    """
+    try:
+        with open(SOMAXCONN_PATH) as f:
+            value = int(f.read().strip())
+    except (OSError, ValueError):
+        value = 0
+    return value if value > 0 else socket.SOMAXCONN
 
 
 class Refused(Exception):
@@ -124,7 +142,7 @@ def bind_unix(path: str) -> Listener:
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
-        sock.listen(128)
+        sock.listen(listen_backlog())
         sock.setblocking(False)
         st = os.stat(path)
     except OSError as exc:
@@ -162,7 +180,7 @@ def bind_tcp(host: str, port: int) -> Listener:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((address, port))
-        sock.listen(128)
+        sock.listen(listen_backlog())
         sock.setblocking(False)
     except OSError as exc:
         sock.close()
@@ -367,8 +385,10 @@ async def _run(
         watcher = await start_watcher(hub, config)
         await watcher.wait_synced(FIRST_SYNC_WAIT)
         await runner.setup()
+        backlog = listen_backlog()
         for listener in listeners:
-            await web.SockSite(runner, listener.sock).start()
+            # aiohttp listens again with its own backlog (128 unless told): pass ours.
+            await web.SockSite(runner, listener.sock, backlog=backlog).start()
         names = [listener.name for listener in listeners]
         log.info("listening", extra={"listeners": " ".join(names)})
         systemd.notify("READY=1")

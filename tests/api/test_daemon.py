@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -221,6 +222,81 @@ async def test_unsafe_directories_are_refused(
         assert await daemon.serve(Config(listen=(f"unix:{directory}/d.sock",))) == 1
         assert "owned by uid 65534" in caplog.text
     assert not exists(f"{directory}/d.sock")
+
+
+# ------------------------------------------------------------------------------ backlog
+
+
+def test_listen_backlog_is_the_systems_maximum(
+    tmp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    somaxconn = os.path.join(tmp, "somaxconn")
+    write(somaxconn, "4096\n")
+    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", somaxconn)
+    assert daemon.listen_backlog() == 4096
+    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", os.path.join(tmp, "missing"))
+    assert daemon.listen_backlog() == socket.SOMAXCONN
+    write(somaxconn, "garbage")
+    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", somaxconn)
+    assert daemon.listen_backlog() == socket.SOMAXCONN
+
+
+BURST = 1000
+
+
+def burst_connect(path: str, count: int) -> tuple[list[socket.socket], int]:
+    """``count`` non-blocking connects back to back, without yielding to the event loop (so
+    the daemon, in this very loop, accepts none meanwhile): only its backlog holds them.
+    A full backlog refuses a Unix connect with EAGAIN."""
+    socks: list[socket.socket] = []
+    refused = 0
+    for _ in range(count):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.connect(path)
+        except BlockingIOError:
+            sock.close()
+            refused += 1
+        else:
+            socks.append(sock)
+    return socks, refused
+
+
+async def ask_health(sock: socket.socket) -> int:
+    reader, writer = await asyncio.open_unix_connection(sock=sock)
+    try:
+        writer.write(b"GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        status_line = await reader.readline()
+        await reader.read()
+        return int(status_line.split()[1])
+    finally:
+        writer.close()
+
+
+async def test_a_thousand_connects_in_one_burst_are_all_served(
+    tmp: str, watchers: list[FakeWatcher]
+) -> None:
+    """After a restart every subscriber reconnects at once (SPEC §10)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 3 * BURST
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            pytest.skip(f"needs {want} file descriptors, the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    if daemon.listen_backlog() < BURST:
+        pytest.skip(f"net.core.somaxconn is {daemon.listen_backlog()}, below {BURST}")
+    path = os.path.join(tmp, "d.sock")
+    async with running(Config(listen=(f"unix:{path}",))):
+        socks, refused = burst_connect(path, BURST)
+        try:
+            assert refused == 0, f"{refused} of {BURST} connects refused (backlog full)"
+            async with asyncio.timeout(60):
+                statuses = await asyncio.gather(*(ask_health(sock) for sock in socks))
+        finally:
+            for sock in socks:
+                sock.close()
+        assert statuses == [200] * BURST
 
 
 # ------------------------------------------------------------------------------ TCP

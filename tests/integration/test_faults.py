@@ -10,6 +10,7 @@ replayed stream) equal to what tmux itself says.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import resource
 import signal
@@ -528,6 +529,67 @@ async def test_two_thousand_connections(rig: Rig) -> None:
     await rig.healthy()
 
 
+
+async def test_reconnect_storm_after_a_restart(rig: Rig) -> None:
+    """The daemon restarts and its 1,000 subscribers reconnect in one burst, each resuming
+    with ``Last-Event-ID``: no connect is refused (a full Unix backlog refuses with EAGAIN at
+    once), and every one gets its stream (``reset``, then a snapshot)."""
+    raise_nofile(6000)
+    await rig.stream.close()
+    last = rig.stream.last_id
+    assert last is not None
+    await rig.daemon.kill()
+    await rig.daemon.start()
+    count = 1000  # SPEC §6's most concurrent streams, all of them at once
+    socks: list[socket.socket] = []
+    refused = 0
+    # One tight burst, nothing awaited in between: the daemon can only queue them.
+    for _ in range(count):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.connect(rig.daemon.sock)
+        except BlockingIOError:
+            sock.close()
+            refused += 1
+        else:
+            socks.append(sock)
+    request = (
+        "GET /v1/events?format=ndjson HTTP/1.1\r\nHost: localhost\r\n"
+        f"Last-Event-ID: {last}\r\n\r\n"
+    ).encode()
+
+    async def resume(sock: socket.socket) -> tuple[int, list[str]]:
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 22)
+        try:
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ")[1])
+            body = b""
+            while status == 200 and body.count(b"\n") < 2:
+                size = int(await reader.readuntil(b"\r\n"), 16)  # chunked
+                body += (await reader.readexactly(size + 2))[:-2]
+            types = [json.loads(line)["type"] for line in body.split(b"\n")[:2]]
+            return status, types
+        finally:
+            writer.close()
+
+    try:
+        assert refused == 0, f"{refused} of {count} connects refused (listen backlog full)"
+        async with asyncio.timeout(60):
+            answers = await asyncio.gather(*(resume(sock) for sock in socks))
+    finally:
+        for sock in socks:
+            sock.close()
+    assert [a for a in answers if a != (200, ["reset", "snapshot"])] == []
+    await wait_until(lambda: one_subscriber_or_none(rig), 15, "the streams to end")
+    await rig.stream.open()
+    await rig.healthy()
+
+
+async def one_subscriber_or_none(rig: Rig) -> bool:
+    health = await rig.daemon.health()
+    return health["subscribers"] == 0
 
 async def test_sigterm_under_load(rig: Rig) -> None:
     """SIGTERM with 300 streams open (100 of them not reading) and tmux busy: the daemon
