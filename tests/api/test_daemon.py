@@ -27,6 +27,7 @@ import pytest
 
 from tests.api.apitest import StreamReader, short_dir
 from tmuxlocd import daemon, systemd
+from tmuxlocd import token as token_mod
 from tmuxlocd.config import Config
 from tmuxlocd.errors import ConfigError
 from tmuxlocd.hub import Hub
@@ -318,7 +319,55 @@ async def test_tcp_listener_and_its_token(tmp: str, watchers: list[FakeWatcher])
                 assert resp.status == 401
             async with session.get(url, headers={"Authorization": f"Bearer {token}"}) as resp:
                 assert resp.status == 200
-    assert not exists(token_file)
+    # Kept across restarts: a client holding it (an SSE client resuming) is let in again.
+    assert read(token_file) == token
+    async with running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d, \
+            aiohttp.ClientSession() as session:
+        url = f"http://{d.names[1].removeprefix('tcp:')}/v1/health"
+        async with session.get(url, headers={"Authorization": f"Bearer {token}"}) as resp:
+            assert resp.status == 200
+    assert read(token_file) == token
+
+
+async def test_a_rotated_token_takes_effect_at_once(
+    tmp: str, watchers: list[FakeWatcher]
+) -> None:
+    path = os.path.join(tmp, "d.sock")
+    async with running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d, \
+            aiohttp.ClientSession() as session:
+        url = f"http://{d.names[1].removeprefix('tcp:')}/v1/health"
+        old = read(os.path.join(tmp, "token"))
+        new = token_mod.write_new_token(tmp)  # what `tmuxlocd token --rotate` does
+        assert new != old
+        async with session.get(url, headers={"Authorization": f"Bearer {old}"}) as resp:
+            assert resp.status == 401
+        async with session.get(url, headers={"Authorization": f"Bearer {new}"}) as resp:
+            assert resp.status == 200
+        # A token file removed (or made untrustworthy) leaves the last good token in force.
+        os.unlink(os.path.join(tmp, "token"))
+        async with session.get(url, headers={"Authorization": f"Bearer {new}"}) as resp:
+            assert resp.status == 200
+
+
+def test_an_untrustworthy_token_file_is_replaced(tmp: str) -> None:
+    path = os.path.join(tmp, "token")
+    good, made = token_mod.load_or_make(tmp)
+    assert made and token_mod.load_or_make(tmp) == (good, False)
+    os.chmod(path, 0o644)  # readable by others: it may have leaked
+    fresh, made = token_mod.load_or_make(tmp)
+    assert made and fresh != good and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    write(path, "short")
+    os.chmod(path, 0o600)
+    assert token_mod.load_or_make(tmp)[1]
+    # A symlink is never followed, neither to read nor to write.
+    target = os.path.join(tmp, "elsewhere")
+    write(target, "x" * 40)
+    os.chmod(target, 0o600)
+    os.unlink(path)
+    os.symlink(target, path)
+    replaced, made = token_mod.load_or_make(tmp)
+    assert made and replaced != "x" * 40 and read(target) == "x" * 40
+    assert not os.path.islink(path)
 
 
 async def test_tcp_only_puts_the_token_beside_the_default_socket(

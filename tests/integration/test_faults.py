@@ -15,10 +15,12 @@ import os
 import resource
 import signal
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import aiohttp
 import pytest
 
 from tests.soak import (
@@ -590,6 +592,162 @@ async def test_reconnect_storm_after_a_restart(rig: Rig) -> None:
 async def one_subscriber_or_none(rig: Rig) -> bool:
     health = await rig.daemon.health()
     return health["subscribers"] == 0
+
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class SseClient:
+    """An EventSource as browsers and the npm ``eventsource`` package are: SSE over TCP with
+    a bearer token read once, resuming with ``Last-Event-ID`` whenever the stream ends, and
+    closing for good on a 401 (as EventSource does on any status but 200)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.last_id: str | None = None
+        self.events: list[tuple[str, str, dict[str, object]]] = []  # (id, event, data)
+        self.statuses: list[int] = []
+        self.connected = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.closed_for_good = False
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as http:
+            while True:
+                headers = {"Authorization": f"Bearer {self.token}",
+                           "Accept": "text/event-stream"}
+                if self.last_id is not None:
+                    headers["Last-Event-ID"] = self.last_id
+                try:
+                    async with http.get(self.url, headers=headers) as resp:
+                        self.statuses.append(resp.status)
+                        if resp.status != 200:
+                            self.closed_for_good = True
+                            self.ended.set()
+                            return
+                        self.connected.set()
+                        await self._read(resp)
+                except (aiohttp.ClientError, ConnectionError):
+                    pass
+                self.connected.clear()
+                self.ended.set()
+                await asyncio.sleep(0.05)  # EventSource's reconnection delay, shortened
+
+    async def _read(self, resp: aiohttp.ClientResponse) -> None:
+        ident = kind = ""
+        data: list[str] = []
+        async for raw in resp.content:
+            line = raw.decode().rstrip("\n")
+            if not line:
+                if data:
+                    if ident:
+                        self.last_id = ident
+                    self.events.append((ident, kind or "message", json.loads("\n".join(data))))
+                ident = kind = ""
+                data = []
+            elif line.startswith(":"):
+                continue
+            else:
+                field, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if field == "id":
+                    ident = value
+                elif field == "event":
+                    kind = value
+                elif field == "data":
+                    data.append(value)
+
+    def kinds_since(self, start: int) -> list[str]:
+        return [kind for _, kind, _ in self.events[start:]]
+
+    async def close(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+async def test_tcp_subscriber_resumes_across_a_restart(rig: Rig) -> None:
+    """The token is kept across restarts: an SSE client on the TCP listener resumes with
+    ``Last-Event-ID`` after the daemon restarted (and gets ``reset`` and a snapshot), with
+    the token it read before; it changes only on ``tmuxlocd token --rotate``."""
+    port = free_tcp_port()
+    await rig.stream.close()
+    await rig.daemon.stop()
+    rig.daemon.extra = [*rig.daemon.extra, "--listen", f"tcp:127.0.0.1:{port}"]
+    await rig.daemon.start()
+    await rig.stream.open()
+    token_file = os.path.join(rig.daemon.dir, "token")
+    token = read_text(token_file)
+    client = SseClient(f"http://127.0.0.1:{port}/v1/events", token)
+    try:
+        async with asyncio.timeout(10):
+            await client.connected.wait()
+        await burst(rig.sock, 5)
+        seq = await rig.daemon.sync()
+        await wait_until(lambda: client.last_id == seq, 10, "the TCP subscriber to catch up")
+        assert client.kinds_since(0)[0] == "snapshot"
+        before = len(client.events)
+        client.ended.clear()
+        # A clean restart, then a crash and a restart: resumed each time.
+        for how in ("stop", "kill"):
+            await (rig.daemon.stop() if how == "stop" else rig.daemon.kill())
+            async with asyncio.timeout(10):
+                await client.ended.wait()
+            await rig.daemon.start()
+            await wait_until(lambda: client.connected.is_set() or client.closed_for_good, 10,
+                             f"the TCP subscriber to reconnect after a {how}")
+            assert not client.closed_for_good, f"refused after a {how}: {client.statuses}"
+            await wait_until(lambda n=before: len(client.events) >= n + 2, 10,
+                             f"reset and snapshot after a {how}")
+            assert client.kinds_since(before)[:2] == ["reset", "snapshot"], client.events[before:]
+            assert not client.closed_for_good, client.statuses
+            assert read_text(token_file) == token
+            truth = await read_truth(rig.sock)
+            assert truth is not None
+            snapshot = client.events[before + 1][2]
+            panes = snapshot["panes"]
+            assert isinstance(panes, list)
+            assert {p["pane"]["id"] for p in panes} == set(truth.panes)
+            await burst(rig.sock, 3)
+            seq = await rig.daemon.sync()
+            await wait_until(lambda s=seq: client.last_id == s, 10, "events after the resume")
+            before = len(client.events)
+            client.ended.clear()
+        # Rotated on request: the holder of the old token is refused (and, as an
+        # EventSource, closes for good), the new token is let in.
+        rotate = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tmuxlocd", "token", "--rotate",
+            env={**os.environ, "TMUXLOCD_SOCKET": rig.daemon.sock},
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        )
+        out, _ = await rotate.communicate()
+        assert rotate.returncode == 0
+        new = out.decode().strip()
+        assert new != token
+        await rig.daemon.stop()
+        await rig.daemon.start()
+        async with asyncio.timeout(10):
+            await client.ended.wait()
+        await wait_until(lambda: client.closed_for_good, 10, "the old token to be refused")
+        assert client.statuses[-1] == 401
+    finally:
+        await client.close()
+    fresh = SseClient(f"http://127.0.0.1:{port}/v1/events", new)
+    try:
+        async with asyncio.timeout(10):
+            await fresh.connected.wait()
+    finally:
+        await fresh.close()
+    await rig.stream.open()
+    await rig.healthy()
 
 async def test_sigterm_under_load(rig: Rig) -> None:
     """SIGTERM with 300 streams open (100 of them not reading) and tmux busy: the daemon
