@@ -75,6 +75,7 @@ class Rig:
             self.tmux.argv("new-session", "-d", "-s", "main", "-x", "160", "-y", "48"),
             env=self.env(**env), check=True, timeout=20,
         )
+        self.tmux.record_pid()
         self.tmux.run("set-option", "-g", "automatic-rename", "off")
         self.tmux.run("set-window-option", "-g", "automatic-rename", "off")
         self.tmux.run("set-option", "-g", "default-shell", "/bin/sh")

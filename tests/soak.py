@@ -45,6 +45,8 @@ from typing import Any
 import aiohttp
 import msgspec
 
+from tests import tmuxbin
+from tests.tmuxtest import kill_leftovers, start_time
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.events import Event, event_decoder, event_type, pane_key
 from tmuxlocd.layout import pane_rects, parse_layout
@@ -52,7 +54,7 @@ from tmuxlocd.location import Location, changed_fields
 from tmuxlocd.names import unvis
 
 REPO = Path(__file__).resolve().parent.parent
-TMUX = shutil.which("tmux")
+TMUX = tmuxbin.choose()  # $TMUXLOCD_TEST_TMUX, else PATH (by hand as under pytest)
 BASE = "http://tmuxlocd"
 
 
@@ -99,6 +101,8 @@ class Server:
         self.dir = Path(tempfile.mkdtemp(prefix="tls-", dir="/tmp"))
         self.socket_path = str(self.dir / f"t{uuid.uuid4().hex[:8]}")
         self.last_pid: int | None = None  # the server's pid when last seen
+        self.pids: dict[int, int] = {}  # every server started here: pid -> start time
+        self.killed: list[int] = []  # pids that had to be SIGKILLed at teardown
 
     async def start(self, session: str = "A", width: int = 160, height: int = 48) -> None:
         await tmux_ok(
@@ -108,30 +112,44 @@ class Server:
             ";", "set-option", "-g", "default-shell", "/bin/sh",
             ";", "set-option", "-g", "exit-empty", "on",
         )
+        # Its pid, right away: a server that later spins with its socket gone can only be
+        # found (and killed at teardown) this way.
+        pid = await self.pid()
+        started = start_time(pid) if pid is not None else None
+        if pid is not None and started is not None:
+            self.pids[pid] = started
+            self.last_pid = pid
 
     async def pid(self) -> int | None:
         rc, out, _ = await tmux(self.socket_path, "display-message", "-p", "#{pid}")
         return int(out.strip()) if rc == 0 and out.strip().isdigit() else None
 
     def kill(self) -> None:
+        """``kill-server``, then SIGKILL whatever server of ours survived it (by the pids
+        recorded at start and the private socket on its command line)."""
         import subprocess
 
-        if TMUX is not None and os.path.exists(self.socket_path):
-            try:
-                subprocess.run(
-                    [TMUX, "-S", self.socket_path, "kill-server"], capture_output=True,
-                    env=tmux_env(), timeout=5, check=False,
-                )
-            except subprocess.TimeoutExpired:
-                self.sigkill()  # a server stuck in a loop answers nothing
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if TMUX is not None and os.path.exists(self.socket_path):
+                try:
+                    subprocess.run(
+                        [TMUX, "-S", self.socket_path, "kill-server"], capture_output=True,
+                        env=tmux_env(), timeout=5, check=False, stdin=subprocess.DEVNULL,
+                    )
+                except subprocess.TimeoutExpired:
+                    pass  # a server stuck in a loop answers nothing: killed below
+            self.killed += kill_leftovers(self.socket_path, self.pids)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def sigkill(self) -> None:
-        if self.last_pid is not None:
-            try:
-                os.kill(self.last_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """SIGKILL the running server (as a user would one that hangs)."""
+        for pid, started in list(self.pids.items()):
+            if start_time(pid) == started:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
 
 # ----------------------------------------------------------------------------------------------
