@@ -861,3 +861,42 @@ async def test_safety_net_after_every_reattach(rig: Rig) -> None:
 
         await wait_until(seen, 4, f"the respawn of {pane} seen without /v1/sync (round {round_})")
     await rig.healthy()
+
+
+# A tmux defect (every release from 3.2a to 3.6b): a session with one window linked at two
+# indexes, both on its last-window stack, renumbered (``move-window -r``, or
+# ``renumber-windows on`` and a window closing): ``session_renumber_windows`` inserts the one
+# new winlink into the stack twice, making a cycle, and the next ``session_destroy`` (the
+# session killed, or the server exiting) loops for ever at 100% CPU, answering nothing.
+SPIN = ("new-window", "-d", "-t", "S:1", ";", "link-window", "-d", "-s", "S:1", "-t", "S:2",
+        ";", "select-window", "-t", "S:1", ";", "select-window", "-t", "S:2",
+        ";", "select-window", "-t", "S:0", ";", "move-window", "-r", "-t", "S")
+
+
+async def test_tmux_spinning_in_session_destroy(rig: Rig) -> None:
+    """A tmux server that spins for ever: the daemon keeps answering from its model, its
+    barrier gives up instead of waiting on it, and nothing is left behind (the fixture
+    kills the server by the pid it recorded at start, whatever state it is in)."""
+    await tmux_ok(rig.sock, "new-session", "-d", "-s", "S")
+    await tmux_ok(rig.sock, *SPIN)
+    await rig.check()
+    try:
+        await tmux(rig.sock, "kill-session", "-t", "S", timeout=3)
+    except TimeoutError:
+        spinning = True
+    else:
+        spinning = False  # a tmux without the defect
+    if spinning:
+        # Deadlines here catch a daemon that waits on tmux; they measure nothing.
+        for _ in range(3):
+            async with asyncio.timeout(5):
+                health = await rig.daemon.health()
+                await rig.daemon.tree()
+            assert rig.health_of(health)["running"] is True
+        async with asyncio.timeout(20):
+            status, body = await rig.daemon.request("POST", "/v1/sync")
+        assert status in (200, 503), (status, body)
+        rig.server.sigkill()  # as a user would
+        await wait_until(lambda: rig.sock in rig.stream.down, 10, "server.down on the stream")
+        await rig.server.start("A")
+    await rig.healthy()
