@@ -13,12 +13,14 @@ import asyncio
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -681,14 +683,8 @@ async def test_tcp_subscriber_resumes_across_a_restart(rig: Rig) -> None:
     """The token is kept across restarts: an SSE client on the TCP listener resumes with
     ``Last-Event-ID`` after the daemon restarted (and gets ``reset`` and a snapshot), with
     the token it read before; it changes only on ``tmuxlocd token --rotate``."""
-    port = free_tcp_port()
-    await rig.stream.close()
-    await rig.daemon.stop()
-    rig.daemon.extra = [*rig.daemon.extra, "--listen", f"tcp:127.0.0.1:{port}"]
-    await rig.daemon.start()
-    await rig.stream.open()
+    port, token = await with_tcp_listener(rig)
     token_file = os.path.join(rig.daemon.dir, "token")
-    token = read_text(token_file)
     client = SseClient(f"http://127.0.0.1:{port}/v1/events", token)
     try:
         async with asyncio.timeout(10):
@@ -726,14 +722,7 @@ async def test_tcp_subscriber_resumes_across_a_restart(rig: Rig) -> None:
             client.ended.clear()
         # Rotated on request: the holder of the old token is refused (and, as an
         # EventSource, closes for good), the new token is let in.
-        rotate = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tmuxlocd", "token", "--rotate",
-            env={**os.environ, "TMUXLOCD_SOCKET": rig.daemon.sock},
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        )
-        out, _ = await rotate.communicate()
-        assert rotate.returncode == 0
-        new = out.decode().strip()
+        new = await rotate_token(rig.daemon.sock)
         assert new != token
         await rig.daemon.stop()
         await rig.daemon.start()
@@ -749,6 +738,99 @@ async def test_tcp_subscriber_resumes_across_a_restart(rig: Rig) -> None:
             await fresh.connected.wait()
     finally:
         await fresh.close()
+    await rig.stream.open()
+    await rig.healthy()
+
+NODE = shutil.which("node")
+NODE_MODULES = os.environ.get("TMUXLOCD_TEST_NODE_MODULES", "")
+EVENTSOURCE_CLIENT = str(Path(__file__).parent / "node" / "eventsource_client.mjs")
+
+
+async def rotate_token(daemon_socket: str) -> str:
+    """``tmuxlocd token --rotate`` for the daemon on ``daemon_socket``; the new token."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tmuxlocd", "token", "--rotate",
+        env={**os.environ, "TMUXLOCD_SOCKET": daemon_socket},
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    return out.decode().strip()
+
+
+async def with_tcp_listener(rig: Rig) -> tuple[int, str]:
+    """Restart the rig's daemon with a TCP listener too; its port and token."""
+    port = free_tcp_port()
+    await rig.stream.close()
+    await rig.daemon.stop()
+    rig.daemon.extra = [*rig.daemon.extra, "--listen", f"tcp:127.0.0.1:{port}"]
+    await rig.daemon.start()
+    await rig.stream.open()
+    return port, read_text(os.path.join(rig.daemon.dir, "token"))
+
+
+@pytest.mark.skipif(
+    NODE is None or not os.path.isdir(os.path.join(NODE_MODULES, "eventsource")),
+    reason="needs node and the npm package eventsource in $TMUXLOCD_TEST_NODE_MODULES "
+    "(.ci/run installs it when npm is there)",
+)
+async def test_npm_eventsource_resumes_across_a_restart(rig: Rig) -> None:
+    """The real thing: npm's ``eventsource`` on the TCP listener, with the bearer token,
+    across a daemon restart (it resumes with ``Last-Event-ID`` by itself) and a rotation of
+    the token (401: it closes for good)."""
+    assert NODE is not None
+    port, token = await with_tcp_listener(rig)
+    proc = await asyncio.create_subprocess_exec(
+        NODE, EVENTSOURCE_CLIENT, f"http://127.0.0.1:{port}/v1/events",
+        env={**os.environ, "TMUXLOCD_TEST_TOKEN": token, "TMUXLOCD_TEST_NODE_MODULES":
+             NODE_MODULES},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+    seen: list[dict[str, object]] = []
+
+    async def read() -> None:
+        assert proc.stdout is not None
+        async for line in proc.stdout:
+            seen.append(json.loads(line))
+
+    reader = asyncio.create_task(read())
+
+    def events(start: int = 0) -> list[tuple[object, object]]:
+        return [(e["type"], e["id"]) for e in seen[start:] if e["kind"] == "event"]
+
+    def closed_for_good() -> bool:
+        return any(e["kind"] == "error" and e["readyState"] == 2 for e in seen)
+
+    try:
+        await wait_until(lambda: bool(events()), 15, "the first event")
+        assert events()[0][0] == "snapshot"
+        await burst(rig.sock, 4)
+        seq = await rig.daemon.sync()
+        await wait_until(lambda: events()[-1][1] == seq, 10, "the events of the burst")
+        mark = len(seen)
+        await rig.daemon.stop()
+        await rig.daemon.start()
+        # EventSource waits its reconnection time (3 s by default) before resuming.
+        await wait_until(lambda: len(events(mark)) >= 2 or closed_for_good(), 20,
+                         "eventsource to resume after the restart")
+        assert not closed_for_good(), seen[mark:]
+        assert [t for t, _ in events(mark)[:2]] == ["reset", "snapshot"], seen[mark:]
+        await rotate_token(rig.daemon.sock)
+        await rig.daemon.stop()
+        await rig.daemon.start()
+        await wait_until(closed_for_good, 20, "eventsource to be refused with the old token")
+        refused = [e for e in seen if e["kind"] == "error" and e["readyState"] == 2]
+        assert refused[0]["code"] == 401, refused
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            async with asyncio.timeout(10):
+                await proc.wait()
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+        await reader
     await rig.stream.open()
     await rig.healthy()
 
