@@ -30,6 +30,7 @@ import collections
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sys
@@ -106,7 +107,8 @@ class Server:
 
     async def start(self, session: str = "A", width: int = 160, height: int = 48) -> None:
         await tmux_ok(
-            self.socket_path, "new-session", "-d", "-s", session, "-x", str(width),
+            self.socket_path, *tmuxbin.before_new_session(), "new-session", "-d", "-s", session,
+            "-x", str(width),
             "-y", str(height), ";", "set-option", "-g", "automatic-rename", "off",
             ";", "set-option", "-gw", "automatic-rename", "off",
             ";", "set-option", "-g", "default-shell", "/bin/sh",
@@ -234,10 +236,13 @@ def window_name(stored: str) -> str:
     return unvis(stored)
 
 
+_OUTPUT_DOLLAR_3_4 = re.compile(r"\\(?=\$[A-Za-z_{])")
+
+
 async def read_truth(socket_path: str) -> Truth | None:
     """tmux's own view, in one client run; None if the server is not there."""
     rc, out, _ = await tmux(
-        socket_path, "display-message", "-p", _TAG + "X\t#{pid}",
+        socket_path, "display-message", "-p", _TAG + "X\t#{pid}\t#{version}",
         ";", "list-sessions", "-F", _TAG + _F_S,
         ";", "list-windows", "-a", "-F", _TAG + _F_W,
         ";", "list-panes", "-a", "-F", _TAG + _F_P,
@@ -252,6 +257,10 @@ async def read_truth(socket_path: str) -> Truth | None:
             rows[-1] += "\n" + line
         else:
             raise AssertionError(f"unexpected line from tmux: {line!r}")
+    # tmux 3.4 (only) adds a backslash before each `$` that precedes a letter, `_` or `{`,
+    # in all command output: the names are read as tmux stored them once that is taken off.
+    if rows and rows[0].startswith("X\t") and rows[0].split("\t")[-1] == "3.4":
+        rows = [_OUTPUT_DOLLAR_3_4.sub("", row) for row in rows]
     pid: int | None = None
     sessions: dict[str, str] = {}
     links: list[tuple[str, int, str, bool]] = []
@@ -261,7 +270,7 @@ async def read_truth(socket_path: str) -> Truth | None:
         parts = line.split("\t", 8)
         tag = parts[0]
         if tag == "X":
-            pid = int(parts[1])
+            pid = int(parts[1])  # then the version
         elif tag == "S":
             sessions[parts[1]] = unvis(line.split("\t", 2)[2])
         elif tag == "W":

@@ -9,7 +9,9 @@ tmux-facing suites once per supported version this way (``.ci/run``).
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import subprocess
 
@@ -46,3 +48,27 @@ def version(binary: str | None) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unknown ({exc})"
     return out.stdout.strip() or out.stderr.strip()
+
+
+def version_of(binary: str | None) -> tuple[int, int]:
+    match = re.search(r"(\d+)\.(\d+)", version(binary))
+    return (int(match[1]), int(match[2])) if match else (0, 0)
+
+
+@functools.cache
+def _before_new_session(binary: str | None) -> tuple[str, ...]:
+    if binary is not None and (3, 0) <= version_of(binary) < (3, 3):
+        return ("start-server", ";", "set-option", "-g", "window-size", "manual", ";")
+    return ()
+
+
+def before_new_session() -> list[str]:
+    """Commands to chain before the ``new-session -d -x W -y H`` of a test server.
+
+    tmux 3.2a gives the first window of a detached session 80x23 whatever ``-x`` and ``-y``
+    say while ``window-size`` is ``latest`` (the default): it takes the size of the
+    unattached client running the command.  Tests need the size they ask for, so on 3.2
+    servers start with ``window-size manual``, under which the window gets its session's
+    ``default-size`` (set from ``-x`` and ``-y``).  Later releases need nothing.
+    """
+    return list(_before_new_session(shutil.which("tmux")))

@@ -13,6 +13,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from tests.tmuxbin import before_new_session
+
 TMUX = shutil.which("tmux")
 
 
@@ -127,7 +129,8 @@ class TmuxServer:
         return proc.stdout
 
     def start(self, session: str = "main", *, width: int = 160, height: int = 48) -> None:
-        self.run("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height))
+        self.run(*before_new_session(), "new-session", "-d", "-s", session, "-x", str(width),
+                 "-y", str(height))
         self.record_pid()
         # Keep tests deterministic: no automatic renames as shells start.
         self.run("set-option", "-g", "automatic-rename", "off")
