@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.tmuxbin import before_new_session
 from tests.tmuxtest import TmuxServer
 from tmuxlocd.cli import NoDaemon, raw_request
 
@@ -72,9 +73,11 @@ class Rig:
     def start_tmux(self, **env: str) -> None:
         """Start the tmux server with this environment (panes and hook jobs inherit it)."""
         subprocess.run(
-            self.tmux.argv("new-session", "-d", "-s", "main", "-x", "160", "-y", "48"),
+            self.tmux.argv(*before_new_session(), "new-session", "-d", "-s", "main", "-x", "160",
+                           "-y", "48"),
             env=self.env(**env), check=True, timeout=20,
         )
+        self.tmux.record_pid()
         self.tmux.run("set-option", "-g", "automatic-rename", "off")
         self.tmux.run("set-window-option", "-g", "automatic-rename", "off")
         self.tmux.run("set-option", "-g", "default-shell", "/bin/sh")

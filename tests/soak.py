@@ -31,6 +31,7 @@ import collections
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sys
@@ -46,6 +47,8 @@ from typing import Any
 import aiohttp
 import msgspec
 
+from tests import tmuxbin
+from tests.tmuxtest import kill_leftovers, start_time
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.events import Event, event_decoder, event_type, pane_key
 from tmuxlocd.layout import pane_rects, parse_layout
@@ -53,7 +56,7 @@ from tmuxlocd.location import Location, changed_fields
 from tmuxlocd.names import unvis
 
 REPO = Path(__file__).resolve().parent.parent
-TMUX = shutil.which("tmux")
+TMUX = tmuxbin.choose()  # $TMUXLOCD_TEST_TMUX, else PATH (by hand as under pytest)
 BASE = "http://tmuxlocd"
 
 
@@ -100,39 +103,56 @@ class Server:
         self.dir = Path(tempfile.mkdtemp(prefix="tls-", dir="/tmp"))
         self.socket_path = str(self.dir / f"t{uuid.uuid4().hex[:8]}")
         self.last_pid: int | None = None  # the server's pid when last seen
+        self.pids: dict[int, int] = {}  # every server started here: pid -> start time
+        self.killed: list[int] = []  # pids that had to be SIGKILLed at teardown
 
     async def start(self, session: str = "A", width: int = 160, height: int = 48) -> None:
         await tmux_ok(
-            self.socket_path, "new-session", "-d", "-s", session, "-x", str(width),
+            self.socket_path, *tmuxbin.before_new_session(), "new-session", "-d", "-s", session,
+            "-x", str(width),
             "-y", str(height), ";", "set-option", "-g", "automatic-rename", "off",
             ";", "set-option", "-gw", "automatic-rename", "off",
             ";", "set-option", "-g", "default-shell", "/bin/sh",
             ";", "set-option", "-g", "exit-empty", "on",
         )
+        # Its pid, right away: a server that later spins with its socket gone can only be
+        # found (and killed at teardown) this way.
+        pid = await self.pid()
+        started = start_time(pid) if pid is not None else None
+        if pid is not None and started is not None:
+            self.pids[pid] = started
+            self.last_pid = pid
 
     async def pid(self) -> int | None:
         rc, out, _ = await tmux(self.socket_path, "display-message", "-p", "#{pid}")
         return int(out.strip()) if rc == 0 and out.strip().isdigit() else None
 
     def kill(self) -> None:
+        """``kill-server``, then SIGKILL whatever server of ours survived it (by the pids
+        recorded at start and the private socket on its command line)."""
         import subprocess
 
-        if TMUX is not None and os.path.exists(self.socket_path):
-            try:
-                subprocess.run(
-                    [TMUX, "-S", self.socket_path, "kill-server"], capture_output=True,
-                    env=tmux_env(), timeout=5, check=False,
-                )
-            except subprocess.TimeoutExpired:
-                self.sigkill()  # a server stuck in a loop answers nothing
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if TMUX is not None and os.path.exists(self.socket_path):
+                try:
+                    subprocess.run(
+                        [TMUX, "-S", self.socket_path, "kill-server"], capture_output=True,
+                        env=tmux_env(), timeout=5, check=False, stdin=subprocess.DEVNULL,
+                    )
+                except subprocess.TimeoutExpired:
+                    pass  # a server stuck in a loop answers nothing: killed below
+            self.killed += kill_leftovers(self.socket_path, self.pids)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def sigkill(self) -> None:
-        if self.last_pid is not None:
-            try:
-                os.kill(self.last_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """SIGKILL the running server (as a user would one that hangs)."""
+        for pid, started in list(self.pids.items()):
+            if start_time(pid) == started:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,10 +237,13 @@ def window_name(stored: str) -> str:
     return unvis(stored)
 
 
+_OUTPUT_DOLLAR_3_4 = re.compile(r"\\(?=\$[A-Za-z_{])")
+
+
 async def read_truth(socket_path: str) -> Truth | None:
     """tmux's own view, in one client run; None if the server is not there."""
     rc, out, _ = await tmux(
-        socket_path, "display-message", "-p", _TAG + "X\t#{pid}",
+        socket_path, "display-message", "-p", _TAG + "X\t#{pid}\t#{version}",
         ";", "list-sessions", "-F", _TAG + _F_S,
         ";", "list-windows", "-a", "-F", _TAG + _F_W,
         ";", "list-panes", "-a", "-F", _TAG + _F_P,
@@ -235,6 +258,10 @@ async def read_truth(socket_path: str) -> Truth | None:
             rows[-1] += "\n" + line
         else:
             raise AssertionError(f"unexpected line from tmux: {line!r}")
+    # tmux 3.4 (only) adds a backslash before each `$` that precedes a letter, `_` or `{`,
+    # in all command output: the names are read as tmux stored them once that is taken off.
+    if rows and rows[0].startswith("X\t") and rows[0].split("\t")[-1] == "3.4":
+        rows = [_OUTPUT_DOLLAR_3_4.sub("", row) for row in rows]
     pid: int | None = None
     sessions: dict[str, str] = {}
     links: list[tuple[str, int, str, bool]] = []
@@ -244,7 +271,7 @@ async def read_truth(socket_path: str) -> Truth | None:
         parts = line.split("\t", 8)
         tag = parts[0]
         if tag == "X":
-            pid = int(parts[1])
+            pid = int(parts[1])  # then the version
         elif tag == "S":
             sessions[parts[1]] = unvis(line.split("\t", 2)[2])
         elif tag == "W":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -12,7 +13,92 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from tests.tmuxbin import before_new_session
+
 TMUX = shutil.which("tmux")
+
+
+# ----------------------------------------------------------------------------------------------
+# Server processes: a test never leaves one behind, even one that no longer answers.
+#
+# A tmux server can spin (100% CPU, answering nothing) with its socket already gone, so that
+# neither ``kill-server`` nor a pid asked of it at teardown can reach it.  So its pid is
+# recorded right after it starts, with the process's start time (a pid can be reused), and
+# at teardown every recorded server still running, and every tmux process naming the
+# private socket on its command line, is SIGKILLed.
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (``/proc/<pid>/stat`` field 22), None if it is gone or a
+    zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[19])
+
+
+def tmux_processes(socket_path: str) -> dict[int, int]:
+    """Processes of a tmux binary whose command line names ``socket_path`` (pid -> start
+    time): the server started on it and any client left."""
+    found: dict[int, int] = {}
+    want = os.fsencode(socket_path)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(argv[0]) == b"tmux" and want in argv:
+            started = start_time(int(entry))
+            if started is not None:
+                found[int(entry)] = started
+    return found
+
+
+def _alive(processes: dict[int, int]) -> dict[int, int]:
+    return {pid: t for pid, t in processes.items() if start_time(pid) == t}
+
+
+def _wait_gone(processes: dict[int, int], timeout: float) -> dict[int, int]:
+    deadline = time.monotonic() + timeout
+    left = _alive(processes)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.01)
+        left = _alive(left)
+    return left
+
+
+def kill_leftovers(socket_path: str, recorded: dict[int, int], grace: float = 2.0) -> list[int]:
+    """After ``kill-server``: SIGKILL the recorded server processes and the tmux processes of
+    ``socket_path`` that are still there after ``grace`` seconds; the pids killed."""
+    left = _wait_gone({**recorded, **tmux_processes(socket_path)}, grace)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    stuck = _wait_gone(left, 10.0)
+    if stuck:
+        raise AssertionError(f"tmux processes of {socket_path} survived SIGKILL: {sorted(stuck)}")
+    return sorted(left)
+
+
+def server_pid(argv: list[str]) -> int | None:
+    """The pid of the server ``argv`` (a tmux command line minus the command) talks to."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    try:
+        out = subprocess.run([*argv, "display-message", "-p", "#{pid}"], capture_output=True,
+                             text=True, env=env, timeout=10, check=False,
+                             stdin=subprocess.DEVNULL).stdout.strip()
+    except subprocess.TimeoutExpired:
+        return None
+    return int(out) if out.isdigit() else None
 
 
 class TmuxServer:
@@ -26,6 +112,8 @@ class TmuxServer:
         self.dir = directory or Path(tempfile.mkdtemp(prefix="tl-", dir="/tmp"))
         self.name = f"t{uuid.uuid4().hex[:8]}"
         self.socket_path = str(self.dir / self.name)
+        self.pids: dict[int, int] = {}  # every server started here: pid -> start time
+        self.killed: list[int] = []  # pids that had to be SIGKILLed at teardown
 
     def argv(self, *args: str) -> list[str]:
         assert TMUX is not None
@@ -41,10 +129,21 @@ class TmuxServer:
         return proc.stdout
 
     def start(self, session: str = "main", *, width: int = 160, height: int = 48) -> None:
-        self.run("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height))
+        self.run(*before_new_session(), "new-session", "-d", "-s", session, "-x", str(width),
+                 "-y", str(height))
+        self.record_pid()
         # Keep tests deterministic: no automatic renames as shells start.
         self.run("set-option", "-g", "automatic-rename", "off")
         self.run("set-window-option", "-g", "automatic-rename", "off")
+
+    def record_pid(self) -> int | None:
+        """Note the server's pid right after it started (see ``kill_leftovers``)."""
+        assert TMUX is not None
+        pid = server_pid([TMUX, "-S", self.socket_path, "-f", os.devnull])
+        started = start_time(pid) if pid is not None else None
+        if pid is not None and started is not None:
+            self.pids[pid] = started
+        return pid
 
     def display(self, target: str, fmt: str) -> str:
         return self.run("display-message", "-p", "-t", target, fmt).rstrip("\n")
@@ -61,9 +160,15 @@ class TmuxServer:
         return self.run("list-sessions", check=False) != "" or os.path.exists(self.socket_path)
 
     def kill(self) -> None:
-        if os.path.exists(self.socket_path):
-            self.run("kill-server", check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if os.path.exists(self.socket_path):
+                try:
+                    self.run("kill-server", check=False)
+                except subprocess.TimeoutExpired:
+                    pass  # a server stuck in a loop answers nothing: killed below
+            self.killed += kill_leftovers(self.socket_path, self.pids)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 async def wait_until(

@@ -141,7 +141,7 @@ def _bad(param: str, value: str, expected: str) -> NoReturn:
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    tcp_token: str | None
+    tcp_token: str | Callable[[], str] | None
     heartbeat: float
     max_streams: int
     queue_size: int
@@ -157,7 +157,7 @@ FRAMES = web.AppKey("snapshot frames", SnapshotFrames)
 def create_app(
     hub: Hub,
     *,
-    tcp_token: str | None = None,
+    tcp_token: str | Callable[[], str] | None = None,
     heartbeat: float = HEARTBEAT_S,
     max_streams: int = MAX_STREAMS,
     queue_size: int = QUEUE_SIZE,
@@ -165,7 +165,8 @@ def create_app(
 ) -> web.Application:
     """The v1 application over ``hub``.
 
-    ``tcp_token`` is the bearer token TCP requests must carry (None: every TCP request gets
+    ``tcp_token`` is the bearer token TCP requests must carry, or what gives it at each
+    request (so that a rotated token takes effect at once; None: every TCP request gets
     401).  ``heartbeat``, ``max_streams`` and ``queue_size`` (per stream, before it is
     lagged) are the SPEC's figures by default; tests shorten them.
     """
@@ -305,6 +306,8 @@ def _guard(request: web.Request) -> None:
     kind, _ = _listener(request)
     if kind == "tcp":
         token = request.app[SETTINGS].tcp_token
+        if callable(token):
+            token = token()
         given = request.headers.get("Authorization", "")
         if token is None or not hmac.compare_digest(
             given.encode("utf-8", "replace"), f"Bearer {token}".encode()

@@ -345,6 +345,20 @@ def build_parser() -> argparse.ArgumentParser:
                        "daemon answers.")
     p.set_defaults(run=cmd_status)
 
+    p = sub.add_parser(
+        "token", help="the bearer token of the TCP listeners (--rotate: a new one)",
+        description="Print the bearer token TCP requests need (Authorization: Bearer ...), "
+        "from the file 'token' beside the daemon's socket ($TMUXLOCD_SOCKET or the "
+        "default), making it if there is none.  It stays the same across restarts of the "
+        "daemon; --rotate replaces it, and a running daemon accepts only the new one from "
+        "its next request on.",
+    )
+    p.add_argument("--rotate", action="store_true",
+                   help="replace the token with a new one (clients holding the old get 401)")
+    p.add_argument("--path", action="store_true",
+                   help="print the token file's path instead of the token")
+    p.set_defaults(run=cmd_token)
+
     p = sub.add_parser("mcp", help="MCP server on stdio (needs tmuxlocd[mcp])",
                        description="Run a Model Context Protocol server on stdin/stdout, "
                        "backed by the daemon.  Needs the extra: pip install 'tmuxlocd[mcp]'.")
@@ -727,6 +741,21 @@ def _duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def cmd_token(ns: argparse.Namespace) -> int:
+    from tmuxlocd.daemon import Refused, check_directory
+    from tmuxlocd.token import load_or_make, token_path, write_new_token
+
+    directory = os.path.dirname(os.path.abspath(daemon_socket()))
+    try:
+        check_directory(directory)
+        token = write_new_token(directory) if ns.rotate else load_or_make(directory)[0]
+    except (Refused, OSError) as exc:
+        _err(f"cannot use the token in {directory}: {exc}")
+        return EXIT_ERROR
+    print(token_path(directory) if ns.path else token)
+    return EXIT_OK
 
 
 def cmd_mcp(ns: argparse.Namespace) -> int:

@@ -17,7 +17,6 @@ import ipaddress
 import logging
 import os
 import resource
-import secrets
 import signal
 import socket
 import stat
@@ -35,12 +34,30 @@ from tmuxlocd.config import Config
 from tmuxlocd.errors import ConfigError
 from tmuxlocd.hub import Hub
 from tmuxlocd.paths import default_socket_path
+from tmuxlocd.token import TokenFile
 
 log = logging.getLogger(__name__)
 
 STOP_BUDGET = 2.0  # SPEC §6: stop within 2 s
 FIRST_SYNC_WAIT = 3.0  # at most this long before serving, for the first sync of each server
-TOKEN_FILE = "token"
+SOMAXCONN_PATH = "/proc/sys/net/core/somaxconn"
+
+
+def listen_backlog() -> int:
+    """The system's largest listen backlog (SPEC §10: 1,000 clients connecting in one burst
+    are all served).
+
+    After a restart every subscriber reconnects at once.  A Unix socket whose backlog is full
+    refuses a non-blocking connect with EAGAIN at once (asyncio then hands back a socket that
+    fails on its first write), so a small backlog turns a reconnect storm into failures.  The
+    kernel caps any larger value at ``net.core.somaxconn`` anyway.
+    """
+    try:
+        with open(SOMAXCONN_PATH) as f:
+            value = int(f.read().strip())
+    except (OSError, ValueError):
+        value = 0
+    return value if value > 0 else socket.SOMAXCONN
 
 
 class Refused(Exception):
@@ -124,7 +141,7 @@ def bind_unix(path: str) -> Listener:
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
-        sock.listen(128)
+        sock.listen(listen_backlog())
         sock.setblocking(False)
         st = os.stat(path)
     except OSError as exc:
@@ -162,7 +179,7 @@ def bind_tcp(host: str, port: int) -> Listener:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((address, port))
-        sock.listen(128)
+        sock.listen(listen_backlog())
         sock.setblocking(False)
     except OSError as exc:
         sock.close()
@@ -232,20 +249,6 @@ def _token_directory(listeners: list[Listener]) -> str:
     """Beside the first Unix socket, else beside where the default one would be."""
     first = next((lis.unix_path for lis in listeners if lis.unix_path), None)
     return os.path.dirname(first or os.path.abspath(default_socket_path()))
-
-
-def write_token(directory: str) -> tuple[str, str]:
-    """A fresh bearer token for TCP clients, in ``directory``/token (0600)."""
-    check_directory(directory)
-    token = secrets.token_urlsafe(32)
-    path = os.path.join(directory, TOKEN_FILE)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, token.encode())
-    finally:
-        os.close(fd)
-    return token, path
 
 
 # ----------------------------------------------------------------------------------------------
@@ -322,22 +325,23 @@ async def serve(
     except ConfigError as exc:
         log.error("%s", exc)
         return 2
-    token = token_path = None
+    token: TokenFile | None = None
     if any(listener.sock.family != socket.AF_UNIX for listener in listeners):
         try:
-            token, token_path = write_token(_token_directory(listeners))
+            directory = _token_directory(listeners)
+            check_directory(directory)
+            token = TokenFile(directory)
         except (Refused, OSError) as exc:
             close_listeners(listeners)
             log.error("cannot write the TCP token: %s", exc)
             return 1
-    return await _run(config, listeners, token, token_path, shutdown or asyncio.Event(), on_ready)
+    return await _run(config, listeners, token, shutdown or asyncio.Event(), on_ready)
 
 
 async def _run(
     config: Config,
     listeners: list[Listener],
-    token: str | None,
-    token_path: str | None,
+    token: TokenFile | None,
     shutdown: asyncio.Event,
     on_ready: Callable[[list[str]], None] | None,
 ) -> int:
@@ -349,7 +353,7 @@ async def _run(
             loop.add_signal_handler(sig, shutdown.set)
             hooked.append(sig)
     hub = Hub()
-    app = create_app(hub, tcp_token=token)
+    app = create_app(hub, tcp_token=token.current if token is not None else None)
     quiet = _QuietClientErrors()
     server_log = logging.getLogger("aiohttp.server")
     server_log.addFilter(quiet)
@@ -367,8 +371,10 @@ async def _run(
         watcher = await start_watcher(hub, config)
         await watcher.wait_synced(FIRST_SYNC_WAIT)
         await runner.setup()
+        backlog = listen_backlog()
         for listener in listeners:
-            await web.SockSite(runner, listener.sock).start()
+            # aiohttp listens again with its own backlog (128 unless told): pass ours.
+            await web.SockSite(runner, listener.sock, backlog=backlog).start()
         names = [listener.name for listener in listeners]
         log.info("listening", extra={"listeners": " ".join(names)})
         systemd.notify("READY=1")
@@ -395,9 +401,6 @@ async def _run(
         except TimeoutError:
             log.warning("stop took too long; exiting anyway")
         close_listeners(listeners)
-        if token_path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(token_path)
         for sig in hooked:
             loop.remove_signal_handler(sig)
         server_log.removeFilter(quiet)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -26,6 +27,7 @@ import pytest
 
 from tests.api.apitest import StreamReader, short_dir
 from tmuxlocd import daemon, systemd
+from tmuxlocd import token as token_mod
 from tmuxlocd.config import Config
 from tmuxlocd.errors import ConfigError
 from tmuxlocd.hub import Hub
@@ -223,6 +225,81 @@ async def test_unsafe_directories_are_refused(
     assert not exists(f"{directory}/d.sock")
 
 
+# ------------------------------------------------------------------------------ backlog
+
+
+def test_listen_backlog_is_the_systems_maximum(
+    tmp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    somaxconn = os.path.join(tmp, "somaxconn")
+    write(somaxconn, "4096\n")
+    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", somaxconn)
+    assert daemon.listen_backlog() == 4096
+    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", os.path.join(tmp, "missing"))
+    assert daemon.listen_backlog() == socket.SOMAXCONN
+    write(somaxconn, "garbage")
+    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", somaxconn)
+    assert daemon.listen_backlog() == socket.SOMAXCONN
+
+
+BURST = 1000
+
+
+def burst_connect(path: str, count: int) -> tuple[list[socket.socket], int]:
+    """``count`` non-blocking connects back to back, without yielding to the event loop (so
+    the daemon, in this very loop, accepts none meanwhile): only its backlog holds them.
+    A full backlog refuses a Unix connect with EAGAIN."""
+    socks: list[socket.socket] = []
+    refused = 0
+    for _ in range(count):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.connect(path)
+        except BlockingIOError:
+            sock.close()
+            refused += 1
+        else:
+            socks.append(sock)
+    return socks, refused
+
+
+async def ask_health(sock: socket.socket) -> int:
+    reader, writer = await asyncio.open_unix_connection(sock=sock)
+    try:
+        writer.write(b"GET /v1/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        status_line = await reader.readline()
+        await reader.read()
+        return int(status_line.split()[1])
+    finally:
+        writer.close()
+
+
+async def test_a_thousand_connects_in_one_burst_are_all_served(
+    tmp: str, watchers: list[FakeWatcher]
+) -> None:
+    """After a restart every subscriber reconnects at once (SPEC §10)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 3 * BURST
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            pytest.skip(f"needs {want} file descriptors, the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    if daemon.listen_backlog() < BURST:
+        pytest.skip(f"net.core.somaxconn is {daemon.listen_backlog()}, below {BURST}")
+    path = os.path.join(tmp, "d.sock")
+    async with running(Config(listen=(f"unix:{path}",))):
+        socks, refused = burst_connect(path, BURST)
+        try:
+            assert refused == 0, f"{refused} of {BURST} connects refused (backlog full)"
+            async with asyncio.timeout(60):
+                statuses = await asyncio.gather(*(ask_health(sock) for sock in socks))
+        finally:
+            for sock in socks:
+                sock.close()
+        assert statuses == [200] * BURST
+
+
 # ------------------------------------------------------------------------------ TCP
 
 
@@ -242,7 +319,55 @@ async def test_tcp_listener_and_its_token(tmp: str, watchers: list[FakeWatcher])
                 assert resp.status == 401
             async with session.get(url, headers={"Authorization": f"Bearer {token}"}) as resp:
                 assert resp.status == 200
-    assert not exists(token_file)
+    # Kept across restarts: a client holding it (an SSE client resuming) is let in again.
+    assert read(token_file) == token
+    async with running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d, \
+            aiohttp.ClientSession() as session:
+        url = f"http://{d.names[1].removeprefix('tcp:')}/v1/health"
+        async with session.get(url, headers={"Authorization": f"Bearer {token}"}) as resp:
+            assert resp.status == 200
+    assert read(token_file) == token
+
+
+async def test_a_rotated_token_takes_effect_at_once(
+    tmp: str, watchers: list[FakeWatcher]
+) -> None:
+    path = os.path.join(tmp, "d.sock")
+    async with running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d, \
+            aiohttp.ClientSession() as session:
+        url = f"http://{d.names[1].removeprefix('tcp:')}/v1/health"
+        old = read(os.path.join(tmp, "token"))
+        new = token_mod.write_new_token(tmp)  # what `tmuxlocd token --rotate` does
+        assert new != old
+        async with session.get(url, headers={"Authorization": f"Bearer {old}"}) as resp:
+            assert resp.status == 401
+        async with session.get(url, headers={"Authorization": f"Bearer {new}"}) as resp:
+            assert resp.status == 200
+        # A token file removed (or made untrustworthy) leaves the last good token in force.
+        os.unlink(os.path.join(tmp, "token"))
+        async with session.get(url, headers={"Authorization": f"Bearer {new}"}) as resp:
+            assert resp.status == 200
+
+
+def test_an_untrustworthy_token_file_is_replaced(tmp: str) -> None:
+    path = os.path.join(tmp, "token")
+    good, made = token_mod.load_or_make(tmp)
+    assert made and token_mod.load_or_make(tmp) == (good, False)
+    os.chmod(path, 0o644)  # readable by others: it may have leaked
+    fresh, made = token_mod.load_or_make(tmp)
+    assert made and fresh != good and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    write(path, "short")
+    os.chmod(path, 0o600)
+    assert token_mod.load_or_make(tmp)[1]
+    # A symlink is never followed, neither to read nor to write.
+    target = os.path.join(tmp, "elsewhere")
+    write(target, "x" * 40)
+    os.chmod(target, 0o600)
+    os.unlink(path)
+    os.symlink(target, path)
+    replaced, made = token_mod.load_or_make(tmp)
+    assert made and replaced != "x" * 40 and read(target) == "x" * 40
+    assert not os.path.islink(path)
 
 
 async def test_tcp_only_puts_the_token_beside_the_default_socket(

@@ -10,14 +10,19 @@ replayed stream) equal to what tmux itself says.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import resource
+import shutil
 import signal
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
+import aiohttp
 import pytest
 
 from tests.soak import (
@@ -254,7 +259,9 @@ async def test_daemon_sigkill_and_restart_under_subscribers(rig: Rig) -> None:
     await rig.check()
     await by_since.wait_for(await rig.daemon.sync())
     control_before = await rig.control_clients()
-    assert len(control_before) == 1 and len(rig.waiters()) <= 1
+    # tmux 3.3 wakes a separate `wait-for` waiter; 3.4+ sends hooks as messages (none).
+    waiters_before = len(rig.waiters())
+    assert len(control_before) == 1 and waiters_before <= 1
 
     await rig.daemon.kill()
     for s in (by_header, by_since, scoped):
@@ -270,8 +277,9 @@ async def test_daemon_sigkill_and_restart_under_subscribers(rig: Rig) -> None:
                   "rename-session", "-t", "B", "B while down")
 
     await rig.daemon.start()  # same socket path: the stale socket file is replaced
-    await wait_until(lambda: len(rig.waiters()) == 1, 5,
-                     f"one hook waiter, not the dead daemon's too: {rig.waiters()}")
+    await wait_until(lambda: len(rig.waiters()) == waiters_before, 5,
+                     f"{waiters_before} hook waiter(s), not the dead daemon's too: "
+                     f"{rig.waiters()}")
     last = by_header.last_id
     assert last is not None
     await by_header.open(last)
@@ -529,6 +537,303 @@ async def test_two_thousand_connections(rig: Rig) -> None:
 
 
 
+async def test_reconnect_storm_after_a_restart(rig: Rig) -> None:
+    """The daemon restarts and its 1,000 subscribers reconnect in one burst, each resuming
+    with ``Last-Event-ID``: no connect is refused (a full Unix backlog refuses with EAGAIN at
+    once), and every one gets its stream (``reset``, then a snapshot)."""
+    raise_nofile(6000)
+    await rig.stream.close()
+    last = rig.stream.last_id
+    assert last is not None
+    await rig.daemon.kill()
+    await rig.daemon.start()
+    count = 1000  # SPEC §6's most concurrent streams, all of them at once
+    socks: list[socket.socket] = []
+    refused = 0
+    # One tight burst, nothing awaited in between: the daemon can only queue them.
+    for _ in range(count):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.connect(rig.daemon.sock)
+        except BlockingIOError:
+            sock.close()
+            refused += 1
+        else:
+            socks.append(sock)
+    request = (
+        "GET /v1/events?format=ndjson HTTP/1.1\r\nHost: localhost\r\n"
+        f"Last-Event-ID: {last}\r\n\r\n"
+    ).encode()
+
+    async def resume(sock: socket.socket) -> tuple[int, list[str]]:
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 22)
+        try:
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ")[1])
+            body = b""
+            while status == 200 and body.count(b"\n") < 2:
+                size = int(await reader.readuntil(b"\r\n"), 16)  # chunked
+                body += (await reader.readexactly(size + 2))[:-2]
+            types = [json.loads(line)["type"] for line in body.split(b"\n")[:2]]
+            return status, types
+        finally:
+            writer.close()
+
+    try:
+        assert refused == 0, f"{refused} of {count} connects refused (listen backlog full)"
+        async with asyncio.timeout(60):
+            answers = await asyncio.gather(*(resume(sock) for sock in socks))
+    finally:
+        for sock in socks:
+            sock.close()
+    assert [a for a in answers if a != (200, ["reset", "snapshot"])] == []
+    await wait_until(lambda: one_subscriber_or_none(rig), 15, "the streams to end")
+    await rig.stream.open()
+    await rig.healthy()
+
+
+async def one_subscriber_or_none(rig: Rig) -> bool:
+    health = await rig.daemon.health()
+    return health["subscribers"] == 0
+
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class SseClient:
+    """An EventSource as browsers and the npm ``eventsource`` package are: SSE over TCP with
+    a bearer token read once, resuming with ``Last-Event-ID`` whenever the stream ends, and
+    closing for good on a 401 (as EventSource does on any status but 200)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.last_id: str | None = None
+        self.events: list[tuple[str, str, dict[str, object]]] = []  # (id, event, data)
+        self.statuses: list[int] = []
+        self.connected = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.closed_for_good = False
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as http:
+            while True:
+                headers = {"Authorization": f"Bearer {self.token}",
+                           "Accept": "text/event-stream"}
+                if self.last_id is not None:
+                    headers["Last-Event-ID"] = self.last_id
+                try:
+                    async with http.get(self.url, headers=headers) as resp:
+                        self.statuses.append(resp.status)
+                        if resp.status != 200:
+                            self.closed_for_good = True
+                            self.ended.set()
+                            return
+                        self.connected.set()
+                        await self._read(resp)
+                except (aiohttp.ClientError, ConnectionError):
+                    pass
+                self.connected.clear()
+                self.ended.set()
+                await asyncio.sleep(0.05)  # EventSource's reconnection delay, shortened
+
+    async def _read(self, resp: aiohttp.ClientResponse) -> None:
+        ident = kind = ""
+        data: list[str] = []
+        async for raw in resp.content:
+            line = raw.decode().rstrip("\n")
+            if not line:
+                if data:
+                    if ident:
+                        self.last_id = ident
+                    self.events.append((ident, kind or "message", json.loads("\n".join(data))))
+                ident = kind = ""
+                data = []
+            elif line.startswith(":"):
+                continue
+            else:
+                field, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if field == "id":
+                    ident = value
+                elif field == "event":
+                    kind = value
+                elif field == "data":
+                    data.append(value)
+
+    def kinds_since(self, start: int) -> list[str]:
+        return [kind for _, kind, _ in self.events[start:]]
+
+    async def close(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+async def test_tcp_subscriber_resumes_across_a_restart(rig: Rig) -> None:
+    """The token is kept across restarts: an SSE client on the TCP listener resumes with
+    ``Last-Event-ID`` after the daemon restarted (and gets ``reset`` and a snapshot), with
+    the token it read before; it changes only on ``tmuxlocd token --rotate``."""
+    port, token = await with_tcp_listener(rig)
+    token_file = os.path.join(rig.daemon.dir, "token")
+    client = SseClient(f"http://127.0.0.1:{port}/v1/events", token)
+    try:
+        async with asyncio.timeout(10):
+            await client.connected.wait()
+        await burst(rig.sock, 5)
+        seq = await rig.daemon.sync()
+        await wait_until(lambda: client.last_id == seq, 10, "the TCP subscriber to catch up")
+        assert client.kinds_since(0)[0] == "snapshot"
+        before = len(client.events)
+        client.ended.clear()
+        # A clean restart, then a crash and a restart: resumed each time.
+        for how in ("stop", "kill"):
+            await (rig.daemon.stop() if how == "stop" else rig.daemon.kill())
+            async with asyncio.timeout(10):
+                await client.ended.wait()
+            await rig.daemon.start()
+            await wait_until(lambda: client.connected.is_set() or client.closed_for_good, 10,
+                             f"the TCP subscriber to reconnect after a {how}")
+            assert not client.closed_for_good, f"refused after a {how}: {client.statuses}"
+            await wait_until(lambda n=before: len(client.events) >= n + 2, 10,
+                             f"reset and snapshot after a {how}")
+            assert client.kinds_since(before)[:2] == ["reset", "snapshot"], client.events[before:]
+            assert not client.closed_for_good, client.statuses
+            assert read_text(token_file) == token
+            truth = await read_truth(rig.sock)
+            assert truth is not None
+            snapshot = client.events[before + 1][2]
+            panes = snapshot["panes"]
+            assert isinstance(panes, list)
+            assert {p["pane"]["id"] for p in panes} == set(truth.panes)
+            await burst(rig.sock, 3)
+            seq = await rig.daemon.sync()
+            await wait_until(lambda s=seq: client.last_id == s, 10, "events after the resume")
+            before = len(client.events)
+            client.ended.clear()
+        # Rotated on request: the holder of the old token is refused (and, as an
+        # EventSource, closes for good), the new token is let in.
+        new = await rotate_token(rig.daemon.sock)
+        assert new != token
+        await rig.daemon.stop()
+        await rig.daemon.start()
+        async with asyncio.timeout(10):
+            await client.ended.wait()
+        await wait_until(lambda: client.closed_for_good, 10, "the old token to be refused")
+        assert client.statuses[-1] == 401
+    finally:
+        await client.close()
+    fresh = SseClient(f"http://127.0.0.1:{port}/v1/events", new)
+    try:
+        async with asyncio.timeout(10):
+            await fresh.connected.wait()
+    finally:
+        await fresh.close()
+    await rig.stream.open()
+    await rig.healthy()
+
+NODE = shutil.which("node")
+NODE_MODULES = os.environ.get("TMUXLOCD_TEST_NODE_MODULES", "")
+EVENTSOURCE_CLIENT = str(Path(__file__).parent / "node" / "eventsource_client.mjs")
+
+
+async def rotate_token(daemon_socket: str) -> str:
+    """``tmuxlocd token --rotate`` for the daemon on ``daemon_socket``; the new token."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tmuxlocd", "token", "--rotate",
+        env={**os.environ, "TMUXLOCD_SOCKET": daemon_socket},
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    return out.decode().strip()
+
+
+async def with_tcp_listener(rig: Rig) -> tuple[int, str]:
+    """Restart the rig's daemon with a TCP listener too; its port and token."""
+    port = free_tcp_port()
+    await rig.stream.close()
+    await rig.daemon.stop()
+    rig.daemon.extra = [*rig.daemon.extra, "--listen", f"tcp:127.0.0.1:{port}"]
+    await rig.daemon.start()
+    await rig.stream.open()
+    return port, read_text(os.path.join(rig.daemon.dir, "token"))
+
+
+@pytest.mark.skipif(
+    NODE is None or not os.path.isdir(os.path.join(NODE_MODULES, "eventsource")),
+    reason="needs node and the npm package eventsource in $TMUXLOCD_TEST_NODE_MODULES "
+    "(.ci/run installs it when npm is there)",
+)
+async def test_npm_eventsource_resumes_across_a_restart(rig: Rig) -> None:
+    """The real thing: npm's ``eventsource`` on the TCP listener, with the bearer token,
+    across a daemon restart (it resumes with ``Last-Event-ID`` by itself) and a rotation of
+    the token (401: it closes for good)."""
+    assert NODE is not None
+    port, token = await with_tcp_listener(rig)
+    proc = await asyncio.create_subprocess_exec(
+        NODE, EVENTSOURCE_CLIENT, f"http://127.0.0.1:{port}/v1/events",
+        env={**os.environ, "TMUXLOCD_TEST_TOKEN": token, "TMUXLOCD_TEST_NODE_MODULES":
+             NODE_MODULES},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+    seen: list[dict[str, object]] = []
+
+    async def read() -> None:
+        assert proc.stdout is not None
+        async for line in proc.stdout:
+            seen.append(json.loads(line))
+
+    reader = asyncio.create_task(read())
+
+    def events(start: int = 0) -> list[tuple[object, object]]:
+        return [(e["type"], e["id"]) for e in seen[start:] if e["kind"] == "event"]
+
+    def closed_for_good() -> bool:
+        return any(e["kind"] == "error" and e["readyState"] == 2 for e in seen)
+
+    try:
+        await wait_until(lambda: bool(events()), 15, "the first event")
+        assert events()[0][0] == "snapshot"
+        await burst(rig.sock, 4)
+        seq = await rig.daemon.sync()
+        await wait_until(lambda: events()[-1][1] == seq, 10, "the events of the burst")
+        mark = len(seen)
+        await rig.daemon.stop()
+        await rig.daemon.start()
+        # EventSource waits its reconnection time (3 s by default) before resuming.
+        await wait_until(lambda: len(events(mark)) >= 2 or closed_for_good(), 20,
+                         "eventsource to resume after the restart")
+        assert not closed_for_good(), seen[mark:]
+        assert [t for t, _ in events(mark)[:2]] == ["reset", "snapshot"], seen[mark:]
+        await rotate_token(rig.daemon.sock)
+        await rig.daemon.stop()
+        await rig.daemon.start()
+        await wait_until(closed_for_good, 20, "eventsource to be refused with the old token")
+        refused = [e for e in seen if e["kind"] == "error" and e["readyState"] == 2]
+        assert refused[0]["code"] == 401, refused
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            async with asyncio.timeout(10):
+                await proc.wait()
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+        await reader
+    await rig.stream.open()
+    await rig.healthy()
+
 async def test_sigterm_under_load(rig: Rig) -> None:
     """SIGTERM with 300 streams open (100 of them not reading) and tmux busy: the daemon
     stops within 2 s (SPEC §6), removes its socket, its hooks and its tmux clients."""
@@ -637,4 +942,48 @@ async def test_safety_net_after_every_reattach(rig: Rig) -> None:
             return status == 200 and body["pane"]["pid"] == new_pid
 
         await wait_until(seen, 4, f"the respawn of {pane} seen without /v1/sync (round {round_})")
+    await rig.healthy()
+
+
+# A tmux defect (every release from 3.2a to 3.6b): a session with one window linked at two
+# indexes, both on its last-window stack, renumbered (``move-window -r``, or
+# ``renumber-windows on`` and a window closing): ``session_renumber_windows`` inserts the one
+# new winlink into the stack twice, making a cycle, and the next ``session_destroy`` (the
+# session killed, or the server exiting) loops for ever at 100% CPU, answering nothing.
+SPIN = ("new-window", "-d", "-t", "S:1", ";", "link-window", "-d", "-s", "S:1", "-t", "S:2",
+        ";", "select-window", "-t", "S:1", ";", "select-window", "-t", "S:2",
+        ";", "select-window", "-t", "S:0", ";", "move-window", "-r", "-t", "S")
+
+
+async def test_tmux_spinning_in_session_destroy(rig: Rig) -> None:
+    """A tmux server that spins for ever: the daemon keeps answering from its model, its
+    barrier gives up instead of waiting on it, and nothing is left behind (the fixture
+    kills the server by the pid it recorded at start, whatever state it is in)."""
+    await tmux_ok(rig.sock, "new-session", "-d", "-s", "S")
+    await tmux_ok(rig.sock, *SPIN)
+    await rig.check()
+    try:
+        await tmux(rig.sock, "kill-session", "-t", "S", timeout=3)
+    except TimeoutError:
+        spinning = True
+    else:
+        spinning = False  # a tmux without the defect
+    if spinning:
+        # Deadlines here catch a daemon that waits on tmux; they measure nothing.
+        for _ in range(3):
+            async with asyncio.timeout(5):
+                health = await rig.daemon.health()
+                await rig.daemon.tree()
+            assert rig.health_of(health)["running"] is True
+        async with asyncio.timeout(20):
+            status, body = await rig.daemon.request("POST", "/v1/sync")
+        # never a 200: nothing was re-read
+        assert status == 503 and body["error"]["code"] == "sync_failed", (status, body)
+        health = await rig.daemon.health()
+        assert health["status"] == "degraded", health
+        assert rig.health_of(health)["observer"] == "error"
+        assert "no answer within" in rig.health_of(health)["last_error"]
+        rig.server.sigkill()  # as a user would
+        await wait_until(lambda: rig.sock in rig.stream.down, 10, "server.down on the stream")
+        await rig.server.start("A")
     await rig.healthy()

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.tmuxbin import before_new_session
 from tests.tmuxtest import TMUX, TmuxServer
 
 pytestmark = [
@@ -74,9 +75,11 @@ class World:
 
     def start(self) -> None:
         subprocess.run(
-            self.tmux.argv("new-session", "-d", "-s", "main", "-x", "160", "-y", "48"),
+            self.tmux.argv(*before_new_session(), "new-session", "-d", "-s", "main", "-x", "160",
+                           "-y", "48"),
             env=self.env(), check=True, timeout=20,
         )
+        self.tmux.record_pid()
         self.tmux.run("set-option", "-g", "automatic-rename", "off")
         self.tmux.run("set-window-option", "-g", "automatic-rename", "off")
         self.tmux.run("set-option", "-g", "default-shell", "/bin/sh")

@@ -48,3 +48,8 @@ async def test_random_walk_matches_tmux(capsys: pytest.CaptureFixture[str]) -> N
         assert walk.stats.steps >= min(STEPS, 150), "too few steps ran in the time budget"
     finally:
         await stop_walk(server, daemon, stream, walk)
+        if server.killed:
+            # A tmux defect (docs/reliability.md, "Known limits"), not the daemon's: reported.
+            with capsys.disabled():
+                print(f"tmux server(s) {server.killed} survived kill-server (spinning) and "
+                      "were SIGKILLed by the pid recorded at start")

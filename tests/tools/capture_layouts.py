@@ -34,6 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+try:
+    from tests.tmuxbin import before_new_session
+except ImportError:  # run as a script: python tests/tools/capture_layouts.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.tmuxbin import before_new_session
+
 TMUX = os.environ.get("TMUX_BIN", "tmux")
 DIRECTION_TARGETS = {
     "above": "{up-of}",
@@ -115,7 +121,8 @@ class Window:
 def new_window(server: Server, session: str, width: int, height: int) -> Window:
     # The pane command is a long sleep: cheaper than a shell, and nothing reads its output.
     server.run(
-        "new-session", "-d", "-s", session, "-x", str(width), "-y", str(height),
+        *before_new_session(), "new-session", "-d", "-s", session, "-x", str(width),
+        "-y", str(height),
         "sleep 100000",
     )  # fmt: skip
     server.run("set-option", "-g", "default-command", "sleep 100000")

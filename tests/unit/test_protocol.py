@@ -756,12 +756,13 @@ _OUTPUT_CSTYLE = {"\a": "\\a", "\b": "\\b", "\v": "\\v", "\f": "\\f", "\r": "\\r
 
 
 def printed(text: str, version: tuple[int, int]) -> str:
-    """``text`` as a command's output line.  3.3 writes it as it is; 3.4 and later pass it
+    """``text`` as a command's output line.  3.3 writes it as it is; 3.4 and 3.5 pass it
     through utf8_strvis(VIS_OCTAL | VIS_CSTYLE | VIS_NOSLASH) (``server_client_print``):
     valid UTF-8, printable ASCII, space, TAB, LF and backslash stay; the other control
     characters become C-style or octal escapes; and 3.4 (not 3.5, where the rule needs
-    VIS_DQ) writes ``\\$`` before a letter, ``_`` or ``{``."""
-    if version < (3, 4):
+    VIS_DQ) writes ``\\$`` before a letter, ``_`` or ``{``.  3.6 writes it as it is again
+    (``cmdq_print`` asks ``server_client_print`` for no vis pass: ``parse`` is 1)."""
+    if version < (3, 4) or version >= (3, 6):
         return text
     out: list[str] = []
     for i, ch in enumerate(text):
