@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tmuxlocd.paths import default_socket_path as daemon_socket
+from tmuxlocd.paths import client_socket_path as daemon_socket
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs `notify` several ms, and
 # mypy treats any constant of this name the same way.
@@ -97,7 +97,13 @@ def dechunk(data: bytes) -> bytes:
 
 
 def raw_request(
-    path: str, method: str, target: str, timeout: float, *, read_answer: bool = True
+    path: str,
+    method: str,
+    target: str,
+    timeout: float,
+    *,
+    read_answer: bool = True,
+    headers: Mapping[str, str] | None = None,
 ) -> RawResponse | None:
     """One HTTP/1.1 request with ``Connection: close`` on a fresh Unix-socket connection."""
     # _socket, not socket: the wrapper module imports enum and selectors, which cost a hook
@@ -111,9 +117,10 @@ def raw_request(
             sock.connect(path)
         except OSError as exc:
             raise NoDaemon(exc.strerror or str(exc)) from None
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         request = (
             f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
-            "Connection: close\r\n\r\n"
+            f"{extra}Connection: close\r\n\r\n"
         )
         sock.sendall(request.encode("utf-8"))
         chunks: list[bytes] = []
@@ -187,6 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fast is not None:
             return notify(hook=fast.get("hook"), server=fast.get("server"),
                           target=fast.get("target"))
+    if args and args[0] == "context" and not {"-h", "--help"} & set(args[1:]):
+        # A harness hook, once per prompt and tool call: never argparse, never an error.
+        from tmuxlocd.context import main as context
+
+        return context(args[1:])
     if args and args[0] == "where":
         # An agent may ask once per turn: the common spellings skip argparse's import.
         opts = parse_where_args(args[1:])

@@ -208,8 +208,10 @@ def where_am_i(
     *,
     tmux: str | None = None,
     sockets: Iterable[str] | None = None,
+    accept_ancestor: bool = False,
 ) -> SelfInfo:
-    """The answer ``GET /v1/self`` would give this process, computed without a daemon."""
+    """The answer ``GET /v1/self`` (``?accept=ancestor`` with ``accept_ancestor``) would give
+    this process, computed without a daemon."""
     env = os.environ if env is None else env
     tmux = tmux or shutil.which("tmux") or "tmux"
     pid = os.getpid()
@@ -245,6 +247,10 @@ def where_am_i(
     )
     if here is not None:
         return SelfInfo(inside_tmux=True, verified_by="tty", caller=caller, location=here)
+    if accept_ancestor and ancestor is not None:
+        return SelfInfo(
+            inside_tmux=True, verified_by="ancestor", caller=caller, location=ancestor
+        )
     reason: Reason = (
         "no_controlling_tty" if not tty_nr else "tty_not_a_pane" if any_running else "no_server"
     )
