@@ -338,6 +338,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", metavar="ID", help="the pane, window or session concerned")
     p.set_defaults(run=cmd_notify)
 
+    p = sub.add_parser(
+        "context",
+        help="a harness hook: the location when it changed (Claude Code, Codex, Gemini CLI)",
+        description="Run by an agent harness as its command hook: reads the hook event JSON "
+        "on stdin and prints, in that harness's format, this pane's location (the text form "
+        "with turn and neighbours) when the session has not been told it yet.  Prints nothing "
+        "otherwise and always exits 0.  Installed by `tmuxlocd install`.",
+    )
+    p.add_argument("harness", choices=("claude", "codex", "gemini"))
+    p.add_argument("--min-interval-ms", metavar="N",
+                   help="no injection sooner than N ms after the last one (default 0)")
+    p.set_defaults(run=cmd_context)
+
+    p = sub.add_parser(
+        "install",
+        help="add the context hooks and the MCP server to a harness's configuration",
+        description="Add `tmuxlocd context` hooks (session start, each prompt, after each "
+        "shell command) and the MCP server to the user's (or with --project, this "
+        "directory's) configuration of Claude Code, Codex or Gemini CLI.  Idempotent; other "
+        "entries are kept; a file that does not parse is left untouched.",
+    )
+    p.add_argument("harness", choices=("claude", "codex", "gemini"))
+    p.add_argument("--project", action="store_true",
+                   help="this directory's configuration instead of the user's")
+    p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    p.add_argument("--remove", action="store_true",
+                   help="take out exactly what install adds")
+    p.add_argument("--min-interval-ms", metavar="N", default="0",
+                   help="the hooks inject at most once per N ms (default 0: every change)")
+    p.set_defaults(run=cmd_install)
+
     p = sub.add_parser("status", help="the daemon's health",
                        description="Show the daemon's health: the servers it watches, "
                        "their observers and sizes, and its subscribers.  Exit 1 if no "
@@ -677,6 +708,26 @@ def tree_lines(tree: Tree, mark: tuple[str, str] | None) -> list[str]:
 
 def cmd_notify(ns: argparse.Namespace) -> int:
     return notify(hook=ns.hook, server=ns.server, target=ns.target)
+
+
+def cmd_context(ns: argparse.Namespace) -> int:
+    from tmuxlocd.context import main as context
+
+    extra = ["--min-interval-ms", ns.min_interval_ms] if ns.min_interval_ms else []
+    return context([ns.harness, *extra])
+
+
+def cmd_install(ns: argparse.Namespace) -> int:
+    from tmuxlocd.harness import MAX_INTERVAL_MS, parse_min_interval
+    from tmuxlocd.install import run
+
+    floor = parse_min_interval(ns.min_interval_ms)
+    if floor is None:
+        _err(f"--min-interval-ms: {ns.min_interval_ms!r} is not a whole number of "
+             f"milliseconds from 0 to {MAX_INTERVAL_MS}")
+        return EXIT_USAGE
+    return run(ns.harness, project=ns.project, dry_run=ns.dry_run, remove=ns.remove,
+               min_interval_ms=floor)
 
 
 def cmd_status(ns: argparse.Namespace) -> int:
