@@ -158,16 +158,17 @@ def decode_state(data: bytes) -> State | None:
     return State(int(turn), int(time_ms), etag, block)
 
 
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+# No "." (a session's lock and temporary files are "<name>.<suffix>"), no "=" (digests).
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def state_name(harness: str, session: str) -> str:
     """The file name of a session's state: its id when that is a plain name, else a digest
     (session ids are the harness's UUIDs in practice, but they come from stdin)."""
-    if len(session) <= 80 and set(session) <= _SAFE and not session.startswith("."):
+    if len(session) <= 80 and set(session) <= _SAFE:
         return f"{harness}-{session}"
     raw = session.encode("utf-8", "surrogatepass")
-    return f"{harness}-h{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
+    return f"{harness}={zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
 
 
 # ----------------------------------------------------------------------------------------------

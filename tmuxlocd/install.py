@@ -174,7 +174,9 @@ def load_json(text: str, path: str) -> dict[str, Any]:
         value = json.loads(text)
     except ValueError as exc:
         raise InstallError(f"{path}: not valid JSON ({exc}); left untouched") from None
-    return _object(value, path)
+    if not isinstance(value, dict):
+        raise InstallError(f"{path}: not a JSON object; left untouched")
+    return value
 
 
 def json_indent(text: str) -> int | str:
@@ -198,7 +200,10 @@ def dump_json(data: dict[str, Any], like: str) -> str:
 
 def edit_json(text: str, path: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> str:
     before = load_json(text, path)
-    after = edit(before)
+    try:
+        after = edit(before)
+    except InstallError as exc:
+        raise InstallError(f"{path}: {exc}; left untouched") from None
     if after == before:
         return text  # nothing to do: not even the formatting changes
     return dump_json(after, text)
