@@ -24,6 +24,12 @@ import os
 import sys
 import time
 
+if __name__ == "__main__":
+    # Run as a file, ``python -S <package>/context.py <harness>``, as ``tmuxlocd install``
+    # writes the hooks: no site start-up (site-packages, .pth files, an editable install's
+    # finder), which is most of a hook's cost; the package is the directory above.
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 from tmuxlocd import harness
 from tmuxlocd.paths import client_socket_path, context_state_dir
 
@@ -138,6 +144,10 @@ def read_location(etag: str, env: Mapping[str, str]) -> harness.Reading:
 
 def read_direct() -> harness.Reading:
     """No daemon: the same text, computed from tmux (no ETag, so never a 304)."""
+    if "site" not in sys.modules:  # started with -S: the dependencies are in site-packages
+        import site
+
+        site.main()
     from tmuxlocd import direct
     from tmuxlocd.location import text_form
 
@@ -271,3 +281,7 @@ class Store:
                 os.unlink(name, dir_fd=self.fd)
             except OSError:
                 pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

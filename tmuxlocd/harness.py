@@ -18,13 +18,17 @@ The design, per session of a harness:
 - Gemini's ``PreCompress``: forget what was told (the summary may drop it); prints nothing.
 - ``min_interval_ms``: no injection sooner than this after the last one (0: no floor).
 
-Standard library only, and only its cheap parts: this runs once per prompt and tool call.
+Standard library only, and only its C parts: this runs once per prompt and tool call, from a
+hook started without site (``python -S``), where the ``json`` package would cost more than
+the rest of the hook (it imports ``re``, and ``re`` imports ``enum``).  So JSON is read by a
+small parser over ``_json.scanstring`` and written with ``_json.encode_basestring``, the C
+functions ``json`` itself uses for strings.
 """
 
 from __future__ import annotations
 
-import json
 import zlib
+from _json import encode_basestring, scanstring
 
 HARNESSES = ("claude", "codex", "gemini")
 
@@ -81,8 +85,8 @@ def parse_event(harness: str, data: bytes) -> HookEvent | None:
     if events is None or not data or len(data) > MAX_STDIN:
         return None
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
+        value = parse_json(data.decode("utf-8"))
+    except ValueError:
         return None
     if not isinstance(value, dict):
         return None
@@ -103,6 +107,119 @@ def parse_min_interval(text: str) -> int | None:
         return None
     value = int(text)
     return value if value <= MAX_INTERVAL_MS else None
+
+
+# ----------------------------------------------------------------------------------------------
+# JSON in, without the json package.
+
+MAX_DEPTH = 64
+_WS = frozenset(" \t\n\r")
+_DIGITS = frozenset("0123456789")
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+def parse_json(text: str) -> object:
+    """``json.loads`` for one JSON text (RFC 8259), without ``NaN``/``Infinity`` and nested at
+    most MAX_DEPTH deep; ValueError for anything else."""
+    value, end = _value(text, _skip(text, 0), 0)
+    if _skip(text, end) != len(text):
+        raise ValueError(f"extra data at {end}")
+    return value
+
+
+def _skip(s: str, i: int) -> int:
+    n = len(s)
+    while i < n and s[i] in _WS:
+        i += 1
+    return i
+
+
+def _value(s: str, i: int, depth: int) -> tuple[object, int]:
+    if i >= len(s):
+        raise ValueError("a value was expected")
+    c = s[i]
+    if c == '"':
+        return scanstring(s, i + 1, True)
+    if c == "{" or c == "[":
+        if depth >= MAX_DEPTH:
+            raise ValueError("nested too deep")
+        return (_object if c == "{" else _array)(s, i + 1, depth + 1)
+    if c == "-" or c in _DIGITS:
+        return _number(s, i)
+    for word, value in _LITERALS.items():
+        if s.startswith(word, i):
+            return value, i + len(word)
+    raise ValueError(f"unexpected {c!r} at {i}")
+
+
+def _object(s: str, i: int, depth: int) -> tuple[object, int]:
+    out: dict[str, object] = {}
+    i = _skip(s, i)
+    if i < len(s) and s[i] == "}":
+        return out, i + 1
+    while True:
+        if i >= len(s) or s[i] != '"':
+            raise ValueError(f"a key was expected at {i}")
+        key, i = scanstring(s, i + 1, True)
+        i = _skip(s, i)
+        if i >= len(s) or s[i] != ":":
+            raise ValueError(f"':' was expected at {i}")
+        out[key], i = _value(s, _skip(s, i + 1), depth)
+        i = _skip(s, i)
+        if i < len(s) and s[i] == "}":
+            return out, i + 1
+        if i >= len(s) or s[i] != ",":
+            raise ValueError(f"',' or '}}' was expected at {i}")
+        i = _skip(s, i + 1)
+
+
+def _array(s: str, i: int, depth: int) -> tuple[object, int]:
+    out: list[object] = []
+    i = _skip(s, i)
+    if i < len(s) and s[i] == "]":
+        return out, i + 1
+    while True:
+        item, i = _value(s, i, depth)
+        out.append(item)
+        i = _skip(s, i)
+        if i < len(s) and s[i] == "]":
+            return out, i + 1
+        if i >= len(s) or s[i] != ",":
+            raise ValueError(f"',' or ']' was expected at {i}")
+        i = _skip(s, i + 1)
+
+
+def _number(s: str, i: int) -> tuple[object, int]:
+    start, n = i, len(s)
+    if s[i] == "-":
+        i += 1
+    if i < n and s[i] == "0":
+        i += 1
+    elif i < n and s[i] in _DIGITS:
+        while i < n and s[i] in _DIGITS:
+            i += 1
+    else:
+        raise ValueError(f"a digit was expected at {i}")
+    integral = True
+    if i < n and s[i] == ".":
+        integral = False
+        i = _digits(s, i + 1)
+    if i < n and s[i] in "eE":
+        integral = False
+        i += 1
+        if i < n and s[i] in "+-":
+            i += 1
+        i = _digits(s, i)
+    text = s[start:i]
+    return (int(text) if integral else float(text)), i
+
+
+def _digits(s: str, i: int) -> int:
+    if i >= len(s) or s[i] not in _DIGITS:
+        raise ValueError(f"a digit was expected at {i}")
+    while i < len(s) and s[i] in _DIGITS:
+        i += 1
+    return i
 
 
 # ----------------------------------------------------------------------------------------------
@@ -280,8 +397,11 @@ def render(harness: str, event_name: str, text: str) -> bytes:
     ``{"hookSpecificOutput": {"hookEventName": <event>, "additionalContext": <text>}}`` for
     these events (Codex's schemas allow no other keys in that object)."""
     del harness  # one shape for all three today; kept in the signature for the next one
-    out = {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
-    return json.dumps(out, ensure_ascii=False).encode("utf-8") + b"\n"
+    out = (
+        f'{{"hookSpecificOutput": {{"hookEventName": {encode_basestring(event_name)}, '
+        f'"additionalContext": {encode_basestring(text)}}}}}\n'
+    )
+    return out.encode("utf-8", "surrogateescape")
 
 
 # ----------------------------------------------------------------------------------------------

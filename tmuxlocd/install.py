@@ -44,7 +44,10 @@ HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
                ("AfterTool", SHELL_TOOL["gemini"]), ("PreCompress", None)],
 }
 
-_OURS = re.compile(r"(?:^|[\s/'\"])tmuxlocd['\"]?\s+context\s+(?:claude|codex|gemini)\b")
+_OURS = re.compile(
+    r"(?:(?:^|[\s/'\"])tmuxlocd['\"]?\s+context|/tmuxlocd/context\.py['\"]?)"
+    r"\s+(?:claude|codex|gemini)\b"
+)
 
 
 class InstallError(Exception):
@@ -59,8 +62,10 @@ def is_ours(command: object) -> bool:
     return isinstance(command, str) and _OURS.search(command) is not None
 
 
-def hook_command(exe: Sequence[str], harness: str, min_interval_ms: int = 0) -> str:
-    argv = [*exe, "context", harness]
+def hook_command(launcher: Sequence[str], harness: str, min_interval_ms: int = 0) -> str:
+    """The hook's shell command: ``launcher`` (``[<python>, -S, <package>/context.py]`` or
+    ``[<tmuxlocd>, context]``), the harness and the floor."""
+    argv = [*launcher, harness]
     if min_interval_ms:
         argv += ["--min-interval-ms", str(min_interval_ms)]
     return " ".join(shlex.quote(a) for a in argv)
@@ -310,12 +315,13 @@ def plan_files(
     texts: dict[Path, str],
     paths: dict[str, Path],
     exe: Sequence[str],
+    hook: Sequence[str],
     *,
     remove: bool,
     min_interval_ms: int = 0,
 ) -> list[FilePlan]:
     """The new text of every file (``texts``: the current ones, "" for a missing file)."""
-    command = hook_command(exe, harness, min_interval_ms)
+    command = hook_command(hook, harness, min_interval_ms)
     notes: dict[Path, list[str]] = {p: [] for p in paths.values()}
     after = dict(texts)
 
@@ -384,6 +390,19 @@ def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) ->
 # I/O.
 
 
+def this_hook() -> list[str]:
+    """How a hook starts ``tmuxlocd context`` fastest: this interpreter with ``-S`` on the
+    module's file (site's start-up is most of a hook's cost, and the module needs only the
+    standard library until it falls back to computing without a daemon); the command
+    otherwise (a package that is not plain files)."""
+    from tmuxlocd import context
+
+    path = os.path.abspath(context.__file__)
+    if os.path.isfile(path) and path.endswith(os.path.join("tmuxlocd", "context.py")):
+        return [os.path.abspath(sys.executable), "-S", path]
+    return [*this_tmuxlocd(), "context"]
+
+
 def this_tmuxlocd() -> list[str]:
     """This installation's command, by absolute path: a virtualenv is not on a harness's
     PATH."""
@@ -450,17 +469,19 @@ def run(
     home: Path | None = None,
     cwd: Path | None = None,
     exe: Sequence[str] | None = None,
+    hook: Sequence[str] | None = None,
     out: Callable[[str], None] = print,
 ) -> int:
     if harness not in HARNESSES:
         out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
         return 2
     exe = list(exe or this_tmuxlocd())
+    hook = list(hook or this_hook())
     paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(),
                          dict(os.environ))
     try:
         texts = {p: _read(p) for p in dict.fromkeys(paths.values())}
-        plans = plan_files(harness, texts, paths, exe, remove=remove,
+        plans = plan_files(harness, texts, paths, exe, hook, remove=remove,
                            min_interval_ms=min_interval_ms)
     except InstallError as exc:
         out(f"tmuxlocd: {exc}")

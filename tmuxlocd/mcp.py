@@ -96,6 +96,9 @@ says nothing about which pane is yours.
 which session, window or pane they mean; do not guess from $TMUX_PANE.
 - Subscribe to tmux://self (or tmux://self/window) to be told when your location changes \
 instead of asking again every turn.
+- Not for: splits or windows inside an editor (vim, Emacs, VS Code panes are not tmux panes); \
+the shell's `whoami` or `hostname` (a Unix user or host, not a tmux location); prompts that \
+do not mention tmux, panes, windows or sessions.
 """
 
 _READ_ONLY = mt.ToolAnnotations(

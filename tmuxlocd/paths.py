@@ -7,7 +7,10 @@ and must start fast.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+
+TYPE_CHECKING = False  # not typing's: a hook started with python -S pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 
 def default_socket_path(env: Mapping[str, str] | None = None) -> str:

@@ -21,6 +21,7 @@ import pytest
 
 from tests.daemontest import REPO, SCRIPT, Daemon, Rig, poll
 from tests.tmuxtest import TMUX
+from tmuxlocd.install import this_hook
 
 pytestmark = [
     pytest.mark.integration,
@@ -111,7 +112,8 @@ class Agent:
         self.n = 0
 
     def hook(
-        self, harness: str, sent: dict[str, Any] | bytes, *args: str, setsid: bool = False
+        self, harness: str, sent: dict[str, Any] | bytes, *args: str, setsid: bool = False,
+        launcher: list[str] | None = None,
     ) -> str | None:
         """Run ``tmuxlocd context <harness> ARGS`` in the pane with ``sent`` on stdin; check
         its exit status and its output against the harness's contract; return the context."""
@@ -121,7 +123,7 @@ class Agent:
         data = sent if isinstance(sent, bytes) else json.dumps(sent).encode()
         Path(f"{job}.in").write_bytes(data)
         argv = ["setsid", "-w"] if setsid else []
-        argv += [SCRIPT, "context", harness, *args]
+        argv += [*(launcher or [SCRIPT, "context"]), harness, *args]
         cmd = " ".join(shlex.quote(a) for a in argv)
         Path(f"{job}.sh").write_text(
             f"{cmd} <{job}.in >{job}.out 2>{job}.err; echo $? >{job}.rc.tmp; "
@@ -216,6 +218,19 @@ def test_a_prompt_injects_once_then_on_change(rig: Rig, mode: str, harness: str)
     assert third.splitlines()[0] == "tmux location (turn 3):"
     assert neighbours(third) == f"neighbors: above none; below {below}; left none; right none"
     assert agent.hook(harness, prompt(harness, "s1")) is None
+
+
+def test_the_form_install_writes(rig: Rig, mode: str) -> None:
+    """``python -S <package>/context.py``: no site start-up, the dependencies loaded only
+    when computing without a daemon."""
+    agent = Agent(rig, "a")
+    fast = this_hook()
+    assert fast[1] == "-S"
+    assert agent.hook("gemini", prompt("gemini", "s1"), launcher=fast) is not None
+    assert agent.hook("gemini", prompt("gemini", "s1"), launcher=fast) is None
+    rig.tmux.run("split-window", "-d", "-t", agent.pane, "cat")
+    told = agent.hook("gemini", after_tool("gemini", "s1"), launcher=fast)
+    assert told is not None and "below %" in told
 
 
 @pytest.mark.parametrize("harness", HARNESSES)

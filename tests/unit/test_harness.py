@@ -111,6 +111,61 @@ def test_min_interval(text: str, value: int | None) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
+# JSON without the json package: the same answers as json.loads.
+
+
+def reject_constant(name: str) -> object:
+    raise ValueError(name)
+
+
+def json_loads(text: str) -> object:
+    return json.loads(text, parse_constant=reject_constant)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300)
+@given(json_values, st.sampled_from([None, 0, 2, "\t"]), st.booleans())
+def test_parse_json_agrees_with_json_loads(value: object, indent: int | str | None,
+                                           ascii_only: bool) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    assert harness.parse_json(text) == json_loads(text)
+
+
+json_alphabet = st.sampled_from(list('{}[],:"\\/ \t\n0123456789-+.eEtrufalsn\u00e9\x01ux'))
+
+
+@settings(max_examples=1000)
+@given(st.text(json_alphabet, max_size=30))
+def test_parse_json_accepts_and_refuses_as_json_loads(text: str) -> None:
+    try:
+        expected = json_loads(text)
+    except (ValueError, RecursionError):
+        with pytest.raises(ValueError):
+            harness.parse_json(text)
+        return
+    assert harness.parse_json(text) == expected
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "[" * 65 + "]" * 65,
+                                  '{"a": 1,}', "[1,]", "01", "1.", ".5", "-", '"\x01"', ""])
+def test_parse_json_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        harness.parse_json(text)
+
+
+def test_parse_json_nesting_limit() -> None:
+    assert harness.parse_json("[" * 64 + "]" * 64) is not None
+
+
+# ----------------------------------------------------------------------------------------------
 # The schedule.
 
 
@@ -340,11 +395,14 @@ def test_clients_find_a_daemon_whose_host_cleared_xdg_runtime_dir() -> None:
 
 def test_context_imports_nothing_heavy() -> None:
     code = (
-        "import sys; from tmuxlocd.cli import main; import tmuxlocd.context; "
+        "import sys; sys.path.insert(0, '.'); from tmuxlocd.cli import main; "
+        "import tmuxlocd.context; "
         "heavy = {'msgspec', 'aiohttp', 'asyncio', 'tmuxlocd.client', 'tmuxlocd.location', "
-        "'typing', 'argparse', 'subprocess', 'socket', 'tomlkit', 'dataclasses'}; "
+        "'typing', 'argparse', 'subprocess', 'socket', 'tomlkit', 'dataclasses', 'json', "
+        "'re', 'collections'}; "
         "print(sorted(heavy & set(sys.modules)))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    # As the installed hook starts it: without site (which itself imports some of these).
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          cwd=REPO, check=True).stdout
     assert out.strip() == "[]"

@@ -15,6 +15,7 @@ from tmuxlocd import install
 from tmuxlocd.install import add_hooks, hook_command, is_ours, remove_hooks, run
 
 EXE = ["/opt/tools/venv/bin/tmuxlocd"]
+HOOK = [*EXE, "context"]
 HARNESSES = ("claude", "codex", "gemini")
 REPO = str(Path(__file__).resolve().parents[2])
 
@@ -30,7 +31,8 @@ class Env:
 
     def run(self, harness: str, **kw: Any) -> int:
         self.lines = []
-        return run(harness, home=self.home, cwd=self.cwd, exe=EXE, out=self.lines.append, **kw)
+        return run(harness, home=self.home, cwd=self.cwd, exe=EXE, hook=HOOK,
+                   out=self.lines.append, **kw)
 
     def files(self) -> dict[str, bytes]:
         return {str(p.relative_to(self.home.parent)): p.read_bytes()
@@ -295,16 +297,20 @@ def test_commands_are_recognised_however_quoted() -> None:
     for command in ("tmuxlocd where", "mytmuxlocd context claude", "tmuxlocd context vim",
                     "echo tmuxlocd", None, 3):
         assert not is_ours(command)
-    assert hook_command(["/a b/tmuxlocd"], "claude", 250) == (
+    assert hook_command(["/a b/tmuxlocd", "context"], "claude", 250) == (
         "'/a b/tmuxlocd' context claude --min-interval-ms 250"
     )
+    fast = hook_command(["/v/bin/python3", "-S", "/v/lib/tmuxlocd/context.py"], "codex")
+    assert fast == "/v/bin/python3 -S /v/lib/tmuxlocd/context.py codex"
+    assert is_ours(fast) and is_ours("'/a b/python' -S '/a b/tmuxlocd/context.py' gemini")
+    assert not is_ours("python3 /x/context.py codex")
 
 
 def test_add_then_remove_is_the_identity_on_the_data() -> None:
     for harness in HARNESSES:
-        added = add_hooks(CLAUDE, harness, hook_command(EXE, harness))
+        added = add_hooks(CLAUDE, harness, hook_command(HOOK, harness))
         assert remove_hooks(added) == CLAUDE
-        assert add_hooks(added, harness, hook_command(EXE, harness)) == added
+        assert add_hooks(added, harness, hook_command(HOOK, harness)) == added
 
 
 def test_install_cli_refuses_a_bad_floor(tmp_path: Path) -> None:
@@ -319,6 +325,17 @@ def test_install_cli_refuses_a_bad_floor(tmp_path: Path) -> None:
         assert list(tmp_path.iterdir()) == []
 
 
-def test_this_tmuxlocd_is_an_absolute_path() -> None:
+def test_this_installation_by_absolute_paths() -> None:
     exe = install.this_tmuxlocd()
-    assert all(Path(word).is_absolute() for word in exe[:1])
+    assert Path(exe[0]).is_absolute()
+    hook = install.this_hook()
+    assert hook[1] == "-S" and Path(hook[0]).is_absolute()
+    assert hook[2] == str(Path(REPO) / "tmuxlocd" / "context.py")
+
+
+def test_the_default_hook_replaces_an_older_form(env: Env) -> None:
+    env.run("claude")
+    run("claude", home=env.home, cwd=env.cwd, exe=EXE, out=env.lines.append)
+    hooks = hooks_of(env.home / ".claude" / "settings.json")
+    commands = [g["hooks"][0]["command"] for g in hooks["UserPromptSubmit"]]
+    assert len(commands) == 1 and " -S " in commands[0]
