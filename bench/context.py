@@ -92,19 +92,23 @@ def render(results: dict[int, dict[str, object]], facts: dict[str, object]) -> s
         "`python -m bench.context` (" + ", ".join(f"{k} {v}" for k, v in facts.items()) + ").",
         "Each row is a child process started from a process in a pane, as a harness starts its",
         "hooks; wall time from spawn to exit, round robin. Ratios against `python -c pass` of",
-        "the same run (B10: hook per prompt <= 1.5x, 0 bytes when unchanged). Both sides pay",
+        "the same phase of the run (the unchanged rows first, then the changed ones, each",
+        "phase with its own `python -c pass`; B10: a hook per prompt <= 1.5x `python -c pass`,",
+        "0 bytes when unchanged). Both sides pay",
         "the interpreter's start-up with this checkout's site-packages (an editable install's",
         "path finder included). A tool-call row first tells the session its location once",
         "(warm-up), as a prompt would have. `tmuxlocd context` is the console script;",
         "`python -S context.py` is the form `tmuxlocd install` writes (this interpreter, no",
-        "site start-up, the module's file).",
+        "site start-up, the module's file). The seed's read is its three subprocesses timed",
+        "from an already running process: the seed's hook pays its own interpreter's start on",
+        "top of it.",
         "",
     ]
     for panes, res in results.items():
         samples: dict[str, list[float]] = res["samples"]  # type: ignore[assignment]
         stdout: dict[str, list[int]] = res["stdout_bytes"]  # type: ignore[assignment]
         context: dict[str, list[int]] = res["context_bytes"]  # type: ignore[assignment]
-        floor = median(samples["python -c pass"])
+        baseline: dict[str, str] = res["baseline"]  # type: ignore[assignment]
         lines += [
             f"## {panes} panes",
             "",
@@ -113,6 +117,7 @@ def render(results: dict[int, dict[str, object]], facts: dict[str, object]) -> s
             "|---|---|---|---|---|---|",
         ]
         for name, values in samples.items():
+            floor = median(samples[baseline[name]])
             out = median([float(x) for x in stdout[name]]) if stdout[name] else 0
             ctx = median([float(x) for x in context[name]]) if context[name] else 0
             model = f"{ctx:.0f}" if ":" in name else "n/a"
@@ -138,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     n, warmup = (8, 2) if args.quick else (args.n, 5)
     facts: dict[str, object] = {
         "tmux": subprocess.run([tmux, "-V"], capture_output=True, text=True,
-                               check=True).stdout.strip(),
+                               check=True).stdout.strip().removeprefix("tmux "),
         "python": sys.version.split()[0], "cores": os.cpu_count(),
         "date": time.strftime("%Y-%m-%d %H:%M %Z"), "samples": n,
     }

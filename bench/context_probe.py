@@ -85,7 +85,10 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         "python -c pass": lambda: run([sys.executable, "-c", "pass"], None, env_up),
         "seed's read (ps + 2 display-message)": seed,
     }
-    changed: dict[str, Callable[[], bytes]] = {}
+    # Each phase has its own baseline: the ratios compare rows measured at the same time.
+    changed: dict[str, Callable[[], bytes]] = {
+        "python -c pass (second phase)": lambda: run([sys.executable, "-c", "pass"], None, env_up),
+    }
     for form, launcher in job["launchers"].items():
         hook = [*launcher, "claude"]
         for sid in (f"{form}-u", f"{form}-c", f"{form}-tc"):
@@ -110,7 +113,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     for phase, between in ((unchanged, None), (changed, change)):
         for i in range(job["warmup"] + job["n"]):
             for name, fn in phase.items():
-                if between is not None:
+                if between is not None and name.startswith(tuple(job["launchers"])):
                     between()
                 t0 = time.perf_counter()
                 out = fn()
@@ -119,10 +122,12 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
                     continue
                 samples[name].append(dt)
                 sizes[name].append(len(out))
-                if out and name not in ("python -c pass", "seed's read (ps + 2 display-message)"):
+                if out and name.startswith(tuple(job["launchers"])):
                     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
                     contexts[name].append(len(context.encode()))
-    return {"samples": samples, "stdout_bytes": sizes, "context_bytes": contexts}
+    return {"baseline": {**{name: "python -c pass" for name in unchanged},
+                         **{name: "python -c pass (second phase)" for name in changed}},
+            "samples": samples, "stdout_bytes": sizes, "context_bytes": contexts}
 
 
 if __name__ == "__main__":
