@@ -253,7 +253,7 @@ def test_after_a_break_pane_the_tool_hook_injects(rig: Rig, mode: str, harness: 
 
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_session_start_tells_and_the_next_prompt_tells_again(
-    rig: Rig, daemon: Daemon, harness: str
+    rig: Rig, mode: str, harness: str
 ) -> None:
     agent = Agent(rig, "a")
     told = agent.hook(harness, start(harness, "s1"))
@@ -270,14 +270,14 @@ def test_session_start_tells_and_the_next_prompt_tells_again(
     assert again is not None and again.startswith("tmux location (turn 3):\n")
 
 
-def test_no_tool_injection_before_the_model_was_told(rig: Rig, daemon: Daemon) -> None:
+def test_no_tool_injection_before_the_model_was_told(rig: Rig, mode: str) -> None:
     agent = Agent(rig, "a")
     assert agent.hook("claude", after_tool("claude", "s1")) is None
     assert agent.hook("claude", start("claude", "s1")) is not None
     assert agent.hook("claude", after_tool("claude", "s1")) is None  # told at start, forgotten
 
 
-def test_two_sessions_in_one_pane_keep_separate_schedules(rig: Rig, daemon: Daemon) -> None:
+def test_two_sessions_in_one_pane_keep_separate_schedules(rig: Rig, mode: str) -> None:
     agent = Agent(rig, "a")
     assert agent.hook("claude", prompt("claude", "A")) is not None
     assert agent.hook("claude", prompt("claude", "A")) is None
@@ -292,7 +292,7 @@ def test_two_sessions_in_one_pane_keep_separate_schedules(rig: Rig, daemon: Daem
     assert agent.hook("codex", prompt("codex", "A")) is not None
 
 
-def test_the_floor_suppresses(rig: Rig, daemon: Daemon) -> None:
+def test_the_floor_suppresses(rig: Rig, mode: str) -> None:
     agent = Agent(rig, "a")
     floor = ("--min-interval-ms", "3600000")
     assert agent.hook("claude", prompt("claude", "s1"), *floor) is not None
