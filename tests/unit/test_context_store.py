@@ -157,3 +157,69 @@ def test_main_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(context, "run", boom)
     assert context.main(["claude"]) == 0
+
+
+class FakeDaemon:
+    """A Unix-socket HTTP server answering ``/v1/self?format=text`` with an ETag, 304 when the
+    request carries it; it records each request's head."""
+
+    def __init__(self, path: str, body: bytes) -> None:
+        import socket
+
+        self.body = body
+        self.heads: list[str] = []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(8)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    head += chunk
+                text = head.decode()
+                self.heads.append(text)
+                if 'if-none-match: "v1"' in text.lower():
+                    conn.sendall(b'HTTP/1.1 304 Not Modified\r\nETag: "v1"\r\n'
+                                 b"Content-Length: 0\r\n\r\n")
+                else:
+                    conn.sendall(b'HTTP/1.1 200 OK\r\nETag: "v1"\r\nContent-Type: text/plain\r\n'
+                                 b"Content-Length: " + str(len(self.body)).encode()
+                                 + b"\r\n\r\n" + self.body)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_unchanged_is_one_conditional_request_and_no_write(tmp_path: Path) -> None:
+    sock = str(tmp_path / "d.sock")
+    daemon = FakeDaemon(sock, A.encode())
+    env = {"TMUXLOCD_SOCKET": sock}
+    store = context.Store(str(tmp_path / "context"))
+    try:
+        assert context.handle(event("s1"), store, 0, env) == harness.labelled(A, 1)
+        state_file = tmp_path / "context" / "claude-s1"
+        before = state_file.stat().st_mtime_ns, state_file.read_bytes()
+        tool = event("s1", "PostToolUse")
+        assert context.handle(tool, store, 0, env) is None
+        assert context.handle(tool, store, 0, env) is None
+        assert (state_file.stat().st_mtime_ns, state_file.read_bytes()) == before  # no write
+        assert context.handle(event("s1"), store, 0, env) is None  # 304 too: the turn counted
+    finally:
+        store.close()
+        daemon.close()
+    assert len(daemon.heads) == 4
+    first, *rest = daemon.heads
+    assert first.startswith("GET /v1/self?format=text&neighbors=1&accept=ancestor HTTP/1.1")
+    assert "if-none-match" not in first.lower()
+    assert all('If-None-Match: "v1"' in head for head in rest)
