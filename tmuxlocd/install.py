@@ -369,8 +369,9 @@ def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) ->
                          f"rewrites itself): claude mcp add --scope user {MCP_NAME} -- {mcp}")
     elif harness == "codex":
         steps.append("In Codex, open /hooks once and trust the new hooks (Codex runs no "
-                     "untrusted hook); a version that gates hooks behind a feature flag needs "
-                     "[features] codex_hooks = true in config.toml.")
+                     "untrusted hook).  Hooks are a stable feature of current Codex; an older "
+                     "version needs [features] hooks = true (earlier: codex_hooks) in "
+                     "config.toml.")
         if project:
             steps.append("Codex reads .codex/ only in a trusted project.")
     else:
