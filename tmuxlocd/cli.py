@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tmuxlocd.paths import default_socket_path as daemon_socket
+from tmuxlocd.paths import client_socket_path as daemon_socket
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs `notify` several ms, and
 # mypy treats any constant of this name the same way.
@@ -98,7 +98,13 @@ def dechunk(data: bytes) -> bytes:
 
 
 def raw_request(
-    path: str, method: str, target: str, timeout: float, *, read_answer: bool = True
+    path: str,
+    method: str,
+    target: str,
+    timeout: float,
+    *,
+    read_answer: bool = True,
+    headers: Mapping[str, str] | None = None,
 ) -> RawResponse | None:
     """One HTTP/1.1 request with ``Connection: close`` on a fresh Unix-socket connection."""
     # _socket, not socket: the wrapper module imports enum and selectors, which cost a hook
@@ -112,9 +118,10 @@ def raw_request(
             sock.connect(path)
         except OSError as exc:
             raise NoDaemon(exc.strerror or str(exc)) from None
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         request = (
             f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
-            "Connection: close\r\n\r\n"
+            f"{extra}Connection: close\r\n\r\n"
         )
         sock.sendall(request.encode("utf-8"))
         chunks: list[bytes] = []
@@ -188,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fast is not None:
             return notify(hook=fast.get("hook"), server=fast.get("server"),
                           target=fast.get("target"))
+    if args and args[0] == "context" and not {"-h", "--help"} & set(args[1:]):
+        # A harness hook, once per prompt and tool call: never argparse, never an error.
+        from tmuxlocd.context import main as context
+
+        return context(args[1:])
     if args and args[0] == "where":
         # An agent may ask once per turn: the common spellings skip argparse's import.
         opts = parse_where_args(args[1:])
@@ -338,6 +350,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--server", metavar="PATH|NAME", help="only this tmux server")
     p.set_defaults(run=cmd_sync)
+
+    p = sub.add_parser(
+        "context",
+        help="a harness hook: the location when it changed (Claude Code, Codex, Gemini CLI)",
+        description="Run by an agent harness as its command hook: reads the hook event JSON "
+        "on stdin and prints, in that harness's format, this pane's location (the text form "
+        "with turn and neighbours) when the session has not been told it yet.  Prints nothing "
+        "otherwise and always exits 0.  Installed by `tmuxlocd install`.",
+    )
+    p.add_argument("harness", choices=("claude", "codex", "gemini"))
+    p.add_argument("--min-interval-ms", metavar="N",
+                   help="no injection sooner than N ms after the last one (default 0)")
+    p.set_defaults(run=cmd_context)
+
+    p = sub.add_parser(
+        "install",
+        help="add the context hooks and the MCP server to a harness's configuration",
+        description="Add `tmuxlocd context` hooks (session start, each prompt, after each "
+        "shell command) and the MCP server to the user's (or with --project, this "
+        "directory's) configuration of Claude Code, Codex or Gemini CLI.  Idempotent; other "
+        "entries are kept; a file that does not parse is left untouched.",
+    )
+    p.add_argument("harness", choices=("claude", "codex", "gemini"))
+    p.add_argument("--project", action="store_true",
+                   help="this directory's configuration instead of the user's")
+    p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    p.add_argument("--remove", action="store_true",
+                   help="take out exactly what install adds")
+    p.add_argument("--min-interval-ms", metavar="N", default="0",
+                   help="the hooks inject at most once per N ms (default 0: every change)")
+    p.set_defaults(run=cmd_install)
 
     p = sub.add_parser("status", help="the daemon's health",
                        description="Show the daemon's health: the servers it watches, "
@@ -702,6 +745,26 @@ def tree_lines(tree: Tree, mark: tuple[str, str] | None) -> list[str]:
 
 def cmd_notify(ns: argparse.Namespace) -> int:
     return notify(hook=ns.hook, server=ns.server, target=ns.target)
+
+
+def cmd_context(ns: argparse.Namespace) -> int:
+    from tmuxlocd.context import main as context
+
+    extra = ["--min-interval-ms", ns.min_interval_ms] if ns.min_interval_ms else []
+    return context([ns.harness, *extra])
+
+
+def cmd_install(ns: argparse.Namespace) -> int:
+    from tmuxlocd.harness import MAX_INTERVAL_MS, parse_min_interval
+    from tmuxlocd.install import run
+
+    floor = parse_min_interval(ns.min_interval_ms)
+    if floor is None:
+        _err(f"--min-interval-ms: {ns.min_interval_ms!r} is not a whole number of "
+             f"milliseconds from 0 to {MAX_INTERVAL_MS}")
+        return EXIT_USAGE
+    return run(ns.harness, project=ns.project, dry_run=ns.dry_run, remove=ns.remove,
+               min_interval_ms=floor)
 
 
 def cmd_status(ns: argparse.Namespace) -> int:

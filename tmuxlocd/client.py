@@ -48,7 +48,7 @@ from tmuxlocd.answers import (
 from tmuxlocd.errors import TmuxlocdError
 from tmuxlocd.events import Event, event_decoder
 from tmuxlocd.location import Location
-from tmuxlocd.paths import default_socket_path as socket_path
+from tmuxlocd.paths import client_socket_path as socket_path
 
 if TYPE_CHECKING:
     import aiohttp

@@ -93,6 +93,9 @@ says nothing about which pane is yours.
 which session, window or pane they mean; do not guess from $TMUX_PANE.
 - Subscribe to tmux://self (or tmux://self/window) to be told when your location changes \
 instead of asking again every turn.
+- Not for: splits or windows inside an editor (vim, Emacs, VS Code panes are not tmux panes); \
+the shell's `whoami` or `hostname` (a Unix user or host, not a tmux location); prompts that \
+do not mention tmux, panes, windows or sessions.
 """
 
 _READ_ONLY = mt.ToolAnnotations(
@@ -306,21 +309,9 @@ def direct_panes(accept_ancestor: bool, scope: Scope, detail: Detail) -> bytes:
 
 
 def daemon_socket(env: Mapping[str, str] | None = None) -> str:
-    """Where the daemon listens (SPEC §6), for a process whose environment may be cut down.
-
-    Hosts often start MCP servers with a minimal environment (the MCP Python SDK passes only
-    HOME, LOGNAME, PATH, SHELL, TERM and USER), which drops ``XDG_RUNTIME_DIR``: the daemon of
-    a systemd user session, listening under ``/run/user/<uid>``, would then be looked for in
-    ``/tmp``.  With neither variable set, that runtime directory is tried first.
-    """
-    env = os.environ if env is None else env
-    path = socket_path(env)
-    if env.get("TMUXLOCD_SOCKET") or env.get("XDG_RUNTIME_DIR"):
-        return path
-    runtime = f"/run/user/{os.getuid()}/tmuxlocd/tmuxlocd.sock"
-    if not os.path.exists(path) and os.path.exists(runtime):
-        return runtime
-    return path
+    """Where the daemon listens (SPEC §6), for a process whose environment may be cut down:
+    the clients' one rule (``tmuxlocd.paths.client_socket_path``)."""
+    return socket_path(env)
 
 
 def has_controlling_tty() -> bool:

@@ -7,7 +7,10 @@ and must start fast.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False  # not typing's: a hook started with python -S pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 
 def default_socket_path(env: Mapping[str, str] | None = None) -> str:
@@ -21,3 +24,29 @@ def default_socket_path(env: Mapping[str, str] | None = None) -> str:
     if runtime:
         return os.path.join(runtime, "tmuxlocd", "tmuxlocd.sock")
     return f"/tmp/tmuxlocd-{os.getuid()}/tmuxlocd.sock"
+
+
+def client_socket_path(
+    env: Mapping[str, str] | None = None, exists: Callable[[str], bool] = os.path.exists
+) -> str:
+    """Where a client looks for the daemon: ``default_socket_path``, except in an environment
+    cut down by its host.  Agent harnesses start MCP servers and hooks with few variables (the
+    MCP Python SDK passes only HOME, LOGNAME, PATH, SHELL, TERM and USER; Codex clears the
+    environment of MCP servers), which drops ``XDG_RUNTIME_DIR``: the daemon of a systemd user
+    session, listening under ``/run/user/<uid>``, would then be looked for in ``/tmp``.  With
+    neither variable set, that runtime directory is used when the daemon's socket is there and
+    not in ``/tmp``."""
+    env = os.environ if env is None else env
+    path = default_socket_path(env)
+    if env.get("TMUXLOCD_SOCKET") or env.get("XDG_RUNTIME_DIR"):
+        return path
+    runtime = f"/run/user/{os.getuid()}/tmuxlocd/tmuxlocd.sock"
+    if not exists(path) and exists(runtime):
+        return runtime
+    return path
+
+
+def context_state_dir(env: Mapping[str, str] | None = None) -> str:
+    """Where ``tmuxlocd context`` keeps what each harness session was last told: beside the
+    daemon's socket (its runtime directory, or the ``/tmp`` fallback)."""
+    return os.path.join(os.path.dirname(client_socket_path(env)), "context")

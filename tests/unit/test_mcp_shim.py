@@ -170,3 +170,9 @@ async def test_self_moving_to_another_window_follows_it(
     assert sorted(told) == [shim.SELF_URI, shim.WINDOW_URI]
     window = msgspec.json.decode(live.told[shim.WINDOW_URI])
     assert [p["window_id"] for p in window["panes"]] == ["@9"]
+
+
+def test_instructions_say_what_the_server_is_not_for() -> None:
+    text = shim.INSTRUCTIONS
+    assert "Not for:" in text
+    assert "editor" in text and "whoami" in text

@@ -1,0 +1,341 @@
+"""``tmuxlocd install``: every harness's files, empty, existing, hand-formatted, broken."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomlkit
+
+from tmuxlocd import install
+from tmuxlocd.install import add_hooks, hook_command, is_ours, remove_hooks, run
+
+EXE = ["/opt/tools/venv/bin/tmuxlocd"]
+HOOK = [*EXE, "context"]
+HARNESSES = ("claude", "codex", "gemini")
+REPO = str(Path(__file__).resolve().parents[2])
+
+
+class Env:
+    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.home = tmp / "home"
+        self.cwd = tmp / "project"
+        self.home.mkdir()
+        self.cwd.mkdir()
+        monkeypatch.delenv("CODEX_HOME", raising=False)
+        self.lines: list[str] = []
+
+    def run(self, harness: str, **kw: Any) -> int:
+        self.lines = []
+        return run(harness, home=self.home, cwd=self.cwd, exe=EXE, hook=HOOK,
+                   out=self.lines.append, **kw)
+
+    def files(self) -> dict[str, bytes]:
+        return {str(p.relative_to(self.home.parent)): p.read_bytes()
+                for root in (self.home, self.cwd) for p in sorted(root.rglob("*"))
+                if p.is_file()}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    return Env(tmp_path, monkeypatch)
+
+
+def hooks_of(path: Path) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(path.read_text())["hooks"]
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# Empty: nothing there before.
+
+
+def test_claude_user(env: Env) -> None:
+    assert env.run("claude") == 0
+    settings = env.home / ".claude" / "settings.json"
+    hooks = hooks_of(settings)
+    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "PostToolUse"]
+    cmd = f"{EXE[0]} context claude"
+    for event in hooks:
+        assert hooks[event] == [
+            {**({"matcher": "Bash"} if event == "PostToolUse" else {}),
+             "hooks": [{"type": "command", "command": cmd, "timeout": 10}]}
+        ]
+    # User MCP servers live in ~/.claude.json, which Claude Code rewrites: a command to run.
+    assert not (env.home / ".claude.json").exists()
+    assert any(f"claude mcp add --scope user tmux -- {EXE[0]} mcp" in line for line in env.lines)
+
+
+def test_claude_project(env: Env) -> None:
+    assert env.run("claude", project=True) == 0
+    assert hooks_of(env.cwd / ".claude" / "settings.json")["UserPromptSubmit"]
+    assert json.loads((env.cwd / ".mcp.json").read_text()) == {
+        "mcpServers": {"tmux": {"command": EXE[0], "args": ["mcp"]}}
+    }
+    assert not (env.home / ".claude").exists()
+
+
+def test_codex(env: Env) -> None:
+    assert env.run("codex") == 0
+    hooks = hooks_of(env.home / ".codex" / "hooks.json")
+    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "PostToolUse"]
+    assert hooks["PostToolUse"][0]["matcher"] == "Bash"
+    assert hooks["UserPromptSubmit"][0]["hooks"][0]["timeout"] == 10  # seconds
+    config = tomlkit.parse((env.home / ".codex" / "config.toml").read_text())
+    assert config["mcp_servers"]["tmux"] == {
+        "command": EXE[0], "args": ["mcp"],
+        "env_vars": ["TMUX", "TMUX_PANE", "XDG_RUNTIME_DIR", "TMUXLOCD_SOCKET"],
+    }
+    assert any("/hooks" in line and "trust" in line for line in env.lines)
+
+
+def test_codex_home(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(env.home / "elsewhere"))
+    assert env.run("codex") == 0
+    assert (env.home / "elsewhere" / "hooks.json").exists()
+
+
+def test_gemini(env: Env) -> None:
+    assert env.run("gemini") == 0
+    settings = json.loads((env.home / ".gemini" / "settings.json").read_text())
+    hooks = settings["hooks"]
+    assert list(hooks) == ["SessionStart", "BeforeAgent", "AfterTool", "PreCompress"]
+    assert hooks["AfterTool"][0]["matcher"] == "run_shell_command"
+    entry = hooks["BeforeAgent"][0]["hooks"][0]
+    assert entry == {"name": "tmuxlocd", "type": "command",
+                     "command": f"{EXE[0]} context gemini", "timeout": 10000}  # milliseconds
+    assert settings["mcpServers"] == {"tmux": {"command": EXE[0], "args": ["mcp"]}}
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+@pytest.mark.parametrize("project", [False, True])
+def test_twice_then_remove(env: Env, harness: str, project: bool) -> None:
+    assert env.run(harness, project=project) == 0
+    after = env.files()
+    assert after
+    assert env.run(harness, project=project) == 0
+    assert env.files() == after
+    assert all(line.startswith(("unchanged:", "next:", "note:")) for line in env.lines)
+    assert env.run(harness, project=project, remove=True) == 0
+    assert env.files() == {}  # nothing was there before
+    assert env.run(harness, project=project, remove=True) == 0
+    assert env.files() == {}
+
+
+def test_dry_run_writes_nothing(env: Env) -> None:
+    assert env.run("codex", dry_run=True) == 0
+    assert env.files() == {}
+    text = "\n".join(env.lines)
+    assert "+[mcp_servers.tmux]" in text and '+    "UserPromptSubmit": [' in text
+
+
+def test_a_new_floor_replaces_the_hooks(env: Env) -> None:
+    env.run("claude")
+    env.run("claude", min_interval_ms=30000)
+    hooks = hooks_of(env.home / ".claude" / "settings.json")
+    assert [g["hooks"][0]["command"] for g in hooks["UserPromptSubmit"]] == [
+        f"{EXE[0]} context claude --min-interval-ms 30000"
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Existing files.
+
+
+CLAUDE = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(git status)"]},
+    "hooks": {
+        "PostToolUse": [{"matcher": "Edit|Write", "hooks": [
+            {"type": "command", "command": "prettier --write", "timeout": 30}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],
+    },
+}
+
+
+def test_existing_entries_are_kept_and_remove_is_byte_identical(env: Env) -> None:
+    settings = env.home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    before = json.dumps(CLAUDE, indent=2) + "\n"
+    settings.write_text(before)
+    env.run("claude")
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["permissions"] == CLAUDE["permissions"]
+    assert data["hooks"]["Stop"] == CLAUDE["hooks"]["Stop"]
+    assert data["hooks"]["PostToolUse"][0] == CLAUDE["hooks"]["PostToolUse"][0]
+    assert data["hooks"]["PostToolUse"][1]["matcher"] == "Bash"
+    assert list(data) == ["model", "permissions", "hooks"]
+    env.run("claude", remove=True)
+    assert settings.read_text() == before
+
+
+def test_hand_formatted_json(env: Env) -> None:
+    settings = env.home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    tabbed = json.dumps({"theme": "Dracula", "mcpServers": {"git": {"command": "git-mcp"}}},
+                        indent="\t")
+    settings.write_text(tabbed)  # tabs, no final newline
+    env.run("gemini")
+    text = settings.read_text()
+    assert text.startswith('{\n\t"theme": "Dracula",') and not text.endswith("\n")
+    assert json.loads(text)["mcpServers"]["git"] == {"command": "git-mcp"}
+    env.run("gemini", remove=True)
+    assert settings.read_text() == tabbed
+
+    compact = '{"theme":"Dracula",  "ui": {"hideBanner": true}}\n'
+    settings.write_text(compact)
+    env.run("gemini")
+    assert json.loads(settings.read_text())["ui"] == {"hideBanner": True}
+    env.run("gemini")  # no change the second time, whatever the layout
+    second = settings.read_text()
+    env.run("gemini")
+    assert settings.read_text() == second
+    env.run("gemini", remove=True)
+    # JSON has no comments to lose; a layout that is not "indent and one key per line" comes
+    # back re-indented (its content the same).
+    assert json.loads(settings.read_text()) == json.loads(compact)
+
+
+CODEX_TOML = """\
+# Codex settings, by hand
+model = "gpt-5-codex"   # the fast one
+approval_policy = "on-request"
+
+[mcp_servers.docs]
+command = "docs-mcp"  # keep me
+args = ["--stdio"]
+
+[profiles.deep]
+model = "o3"
+"""
+
+
+def test_codex_toml_keeps_comments_and_remove_is_byte_identical(env: Env) -> None:
+    config = env.home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(CODEX_TOML)
+    env.run("codex")
+    text = config.read_text()
+    assert text.startswith(CODEX_TOML)
+    assert tomlkit.parse(text)["mcp_servers"]["docs"]["command"] == "docs-mcp"
+    env.run("codex")
+    assert config.read_text() == text
+    env.run("codex", remove=True)
+    assert config.read_text() == CODEX_TOML
+
+
+def test_codex_entry_of_ours_is_updated_in_place(env: Env) -> None:
+    config = env.home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[mcp_servers.tmux]  # where am I\ncommand = "/old/bin/tmuxlocd"\n'
+                      'args = ["mcp"]\nstartup_timeout_sec = 20\n')
+    env.run("codex")
+    doc = tomlkit.parse(config.read_text())
+    assert doc["mcp_servers"]["tmux"]["command"] == EXE[0]
+    assert doc["mcp_servers"]["tmux"]["startup_timeout_sec"] == 20
+    assert "# where am I" in config.read_text()
+
+
+def test_someone_elses_tmux_server_is_left_alone(env: Env) -> None:
+    (env.cwd / ".mcp.json").write_text('{"mcpServers": {"tmux": {"command": "tmux-mcp"}}}\n')
+    before = (env.cwd / ".mcp.json").read_text()
+    assert env.run("claude", project=True) == 0
+    assert (env.cwd / ".mcp.json").read_text() == before
+    assert any(line.startswith("note:") and "left alone" in line for line in env.lines)
+    env.run("claude", project=True, remove=True)
+    assert (env.cwd / ".mcp.json").read_text() == before
+
+
+def test_our_hook_sharing_a_group_with_others(env: Env) -> None:
+    data = {"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": "date"},
+        {"type": "command", "command": "'/x/bin/tmuxlocd' context claude"}]}]}}
+    assert remove_hooks(data) == {"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": "date"}]}]}}
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [(".claude/settings.json", '{"model": "opus",}'),
+     (".claude/settings.json", "// comment\n{}"),
+     (".claude/settings.json", "[1, 2]"),
+     (".claude/settings.json", '{"hooks": []}'),
+     (".claude/settings.json", '{"hooks": {"UserPromptSubmit": {}}}'),
+     (".codex/config.toml", "model = \n"),
+     (".codex/config.toml", 'mcp_servers = "x"\n'),
+     (".codex/config.toml", 'mcp_servers = { a = { command = "b" } }\n'),
+     (".codex/hooks.json", "{"),
+     (".gemini/settings.json", '{"a": 1} {"b": 2}')],
+)
+def test_unparseable_files_are_left_untouched(env: Env, name: str, text: str) -> None:
+    harness = {".claude": "claude", ".codex": "codex", ".gemini": "gemini"}[name.split("/")[0]]
+    path = env.home / name
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    before = env.files()
+    assert env.run(harness) == 1
+    assert env.files() == before  # no file written, not even the other one
+    assert any(str(path) in line and "left untouched" in line for line in env.lines)
+    # Removing: refused too, or nothing of ours found in it.
+    assert env.run(harness, remove=True) in (0, 1)
+    assert env.files() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# The pure parts.
+
+
+def test_commands_are_recognised_however_quoted() -> None:
+    for command in ("/a b/tmuxlocd context claude", "'/a b/tmuxlocd' context gemini",
+                    "tmuxlocd context codex --min-interval-ms 5",
+                    '"/x/tmuxlocd" context claude'):
+        assert is_ours(command)
+    for command in ("tmuxlocd where", "mytmuxlocd context claude", "tmuxlocd context vim",
+                    "echo tmuxlocd", None, 3):
+        assert not is_ours(command)
+    assert hook_command(["/a b/tmuxlocd", "context"], "claude", 250) == (
+        "'/a b/tmuxlocd' context claude --min-interval-ms 250"
+    )
+    fast = hook_command(["/v/bin/python3", "-S", "/v/lib/tmuxlocd/context.py"], "codex")
+    assert fast == "/v/bin/python3 -S /v/lib/tmuxlocd/context.py codex"
+    assert is_ours(fast) and is_ours("'/a b/python' -S '/a b/tmuxlocd/context.py' gemini")
+    assert not is_ours("python3 /x/context.py codex")
+
+
+def test_add_then_remove_is_the_identity_on_the_data() -> None:
+    for harness in HARNESSES:
+        added = add_hooks(CLAUDE, harness, hook_command(HOOK, harness))
+        assert remove_hooks(added) == CLAUDE
+        assert add_hooks(added, harness, hook_command(HOOK, harness)) == added
+
+
+def test_install_cli_refuses_a_bad_floor(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": REPO}
+    for bad in ("-1", "1.5", "soon", "99999999999"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tmuxlocd", "install", "claude", "--min-interval-ms", bad],
+            capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert "--min-interval-ms" in proc.stderr
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_this_installation_by_absolute_paths() -> None:
+    exe = install.this_tmuxlocd()
+    assert Path(exe[0]).is_absolute()
+    hook = install.this_hook()
+    assert hook[1] == "-S" and Path(hook[0]).is_absolute()
+    assert hook[2] == str(Path(REPO) / "tmuxlocd" / "context.py")
+
+
+def test_the_default_hook_replaces_an_older_form(env: Env) -> None:
+    env.run("claude")
+    run("claude", home=env.home, cwd=env.cwd, exe=EXE, out=env.lines.append)
+    hooks = hooks_of(env.home / ".claude" / "settings.json")
+    commands = [g["hooks"][0]["command"] for g in hooks["UserPromptSubmit"]]
+    assert len(commands) == 1 and " -S " in commands[0]

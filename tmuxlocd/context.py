@@ -1,0 +1,287 @@
+"""``tmuxlocd context <harness>``: the I/O around ``tmuxlocd.harness`` (SPEC §10).
+
+Run by an agent harness as a command hook: the event JSON on stdin, the harness's JSON on
+stdout when there is something to inject, nothing otherwise.  It always exits 0, prints
+nothing on stderr (Gemini CLI reads stderr when stdout is empty) and never touches the
+terminal.
+
+Who is asking: the daemon's rule, the hook's controlling tty, then that of its nearest
+ancestor that has one (``?accept=ancestor``; a harness may start hooks in a new session).
+``$TMUX_PANE`` is never used.  With no daemon the same answer is computed from tmux.
+
+State: one small file per harness session in a 0700 directory beside the daemon's socket,
+opened without following links, written to a temporary file and renamed, under a per-session
+lock (two hooks of one session may run at once).  When no state can be kept (a full disk, an
+unsafe directory), a prompt injects every time and a tool call never.
+
+Start-up cost is the point: this module imports only ``json``, ``zlib`` and ``fcntl`` (plus
+the fast request of ``tmuxlocd.cli``); the no-daemon path pays for the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+if __name__ == "__main__":
+    # Run as a file, ``python -S <package>/context.py <harness>``, as ``tmuxlocd install``
+    # writes the hooks: no site start-up (site-packages, .pth files, an editable install's
+    # finder), which is most of a hook's cost; the package is the directory above.
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from tmuxlocd import harness
+from tmuxlocd.paths import client_socket_path, context_state_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Self
+
+REQUEST_TIMEOUT = 2.0
+SELF_TEXT = "/v1/self?format=text&neighbors=1&accept=ancestor"
+MAX_STATE = 64 * 1024
+
+
+def parse_args(args: Sequence[str]) -> tuple[str, int] | None:
+    """``<harness> [--min-interval-ms N]`` -> (harness, floor); a bad floor is 0 (ignored);
+    an unknown harness is None (nothing to do)."""
+    if not args or args[0] not in harness.HARNESSES:
+        return None
+    floor = 0
+    rest = list(args[1:])
+    i = 0
+    while i < len(rest):
+        name, eq, value = rest[i].partition("=")
+        if name == "--min-interval-ms":
+            if not eq and i + 1 < len(rest):
+                i += 1
+                value = rest[i]
+            floor = harness.parse_min_interval(value) or 0
+        i += 1
+    return args[0], floor
+
+
+def main(args: Sequence[str]) -> int:
+    try:
+        run(args)
+    except Exception:  # noqa: BLE001 - a hook never fails its harness, nor writes on stderr
+        return 0
+    return 0
+
+
+def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    env = os.environ if env is None else env
+    parsed = parse_args(args)
+    if parsed is None:
+        return
+    name, floor = parsed
+    try:
+        data = sys.stdin.buffer.read(harness.MAX_STDIN + 1)
+    except (OSError, ValueError, AttributeError):
+        return
+    event = harness.parse_event(name, data)
+    if event is None:
+        return
+    store = Store(context_state_dir(env))
+    try:
+        text = handle(event, store, floor, env)
+    finally:
+        store.close()
+    if text is not None:
+        out = harness.render(event.harness, event.name, text)
+        try:
+            sys.stdout.buffer.write(out)
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def handle(
+    event: harness.HookEvent, store: Store, floor: int, env: Mapping[str, str]
+) -> str | None:
+    """One event: lock the session's state, decide, read the location if needed, save."""
+    key = harness.state_name(event.harness, event.session)
+    with store.locked(key):
+        prior = store.load(key)
+        now_ms = time.time_ns() // 1_000_000
+        step = harness.plan(event.kind, prior, now_ms, floor)
+        reading = read_location(step.etag, env) if step.ask else None
+        outcome = harness.conclude(event.kind, step, reading, now_ms)
+        if outcome.state is not None:
+            store.save(key, outcome.state, new=prior is None)
+    return outcome.text
+
+
+# ----------------------------------------------------------------------------------------------
+# The location.
+
+
+def read_location(etag: str, env: Mapping[str, str]) -> harness.Reading:
+    from tmuxlocd.cli import NoDaemon, raw_request
+
+    headers = {"If-None-Match": etag} if etag else None
+    try:
+        resp = raw_request(
+            client_socket_path(env), "GET", SELF_TEXT, REQUEST_TIMEOUT, headers=headers
+        )
+    except (NoDaemon, OSError, ValueError):
+        return read_direct()
+    if resp is None:
+        return harness.ABSENT
+    if resp.status == 304:
+        return harness.UNCHANGED
+    if resp.status != 200:
+        return harness.ABSENT  # 204: not in a pane; anything else: nothing to say
+    try:
+        text = resp.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return harness.ABSENT
+    if not text.startswith(harness.HEAD):
+        return harness.ABSENT
+    return harness.Reading("location", text, resp.headers.get("etag", ""))
+
+
+def read_direct() -> harness.Reading:
+    """No daemon: the same text, computed from tmux (no ETag, so never a 304)."""
+    if "site" not in sys.modules:  # started with -S: the dependencies are in site-packages
+        import site
+
+        site.main()
+    from tmuxlocd import direct
+    from tmuxlocd.location import text_form
+
+    info = direct.where_am_i(accept_ancestor=True)
+    if info.location is None:
+        return harness.ABSENT
+    return harness.Reading("location", text_form(info.location, with_neighbors=True), "")
+
+
+# ----------------------------------------------------------------------------------------------
+# State files.
+
+
+class _Lock:
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor releases the lock
+
+
+class Store:
+    """The state directory, opened once, without following links, and only if it is this
+    user's and nobody else's (mode 0700); every file in it is 0600 and opened by its fd."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = self._open(path)
+
+    @staticmethod
+    def _open(path: str) -> int | None:
+        for directory in (os.path.dirname(path), path):
+            try:
+                os.mkdir(directory, 0o700)
+            except FileExistsError:
+                pass
+            except OSError:
+                return None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            os.close(fd)
+            return None
+        return fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def locked(self, key: str) -> _Lock:
+        if self.fd is None:
+            return _Lock(None)
+        import fcntl
+
+        try:
+            fd = os.open(
+                key + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                dir_fd=self.fd,
+            )
+        except OSError:
+            return _Lock(None)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            return _Lock(None)
+        return _Lock(fd)
+
+    def load(self, key: str) -> harness.State | None:
+        if self.fd is None:
+            return None
+        try:
+            fd = os.open(key, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+        except OSError:
+            return None
+        try:
+            data = os.read(fd, MAX_STATE)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return harness.decode_state(data)
+
+    def save(self, key: str, state: harness.State, *, new: bool = False) -> bool:
+        if self.fd is None:
+            return False
+        tmp = f"{key}.tmp{os.getpid()}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        data = harness.encode_state(state)
+        try:
+            fd = os.open(tmp, flags, 0o600, dir_fd=self.fd)
+            try:
+                if os.write(fd, data) != len(data):
+                    raise OSError("short write")
+            finally:
+                os.close(fd)
+            os.replace(tmp, key, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except OSError:
+            try:
+                os.unlink(tmp, dir_fd=self.fd)
+            except OSError:
+                pass
+            return False
+        if new:
+            self.expire()
+        return True
+
+    def expire(self, now_s: float | None = None) -> None:
+        """Remove the files of old sessions (run when a session is new, not on every turn)."""
+        if self.fd is None:
+            return
+        entries: list[tuple[str, float]] = []
+        try:
+            with os.scandir(self.fd) as it:
+                for entry in it:
+                    try:
+                        entries.append((entry.name, entry.stat(follow_symlinks=False).st_mtime))
+                    except OSError:
+                        continue
+        except OSError:
+            return
+        for name in harness.expired(entries, time.time() if now_s is None else now_s):
+            try:
+                os.unlink(name, dir_fd=self.fd)
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

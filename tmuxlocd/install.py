@@ -1,0 +1,505 @@
+"""``tmuxlocd install <harness>``: the hooks of ``tmuxlocd context`` and the MCP server entry in
+a harness's configuration (SPEC §10).
+
+The edits are pure functions of the file's text (``plan_files``); ``main`` reads, diffs and
+writes.  Every entry is recognised by its command (``tmuxlocd context <harness>``,
+``tmuxlocd mcp``), so installing twice changes nothing the second time, installing again
+with other options replaces what was there, and ``--remove`` takes out exactly those entries
+and the containers it left empty.  A file that cannot be parsed is never touched.
+
+Formatting: JSON files are written back with their own indentation, key order and final
+newline (byte for byte what they were when they were written as ``JSON.stringify(x, null,
+2)`` is, as these harnesses write them); TOML (``~/.codex/config.toml``) is edited with
+``tomlkit``, which keeps comments, ordering and spacing.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tmuxlocd.harness import HARNESSES, SHELL_TOOL
+
+MCP_NAME = "tmux"
+# Codex starts MCP servers with a cleared environment: these let the shim find its pane's
+# server hints and the daemon.
+CODEX_ENV_VARS = ["TMUX", "TMUX_PANE", "XDG_RUNTIME_DIR", "TMUXLOCD_SOCKET"]
+HOOK_TIMEOUT_S = 10
+
+# The events each harness's hook is installed for, with the matcher of the tool event.
+HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
+    "claude": [("SessionStart", None), ("UserPromptSubmit", None),
+               ("PostToolUse", SHELL_TOOL["claude"])],
+    "codex": [("SessionStart", None), ("UserPromptSubmit", None),
+              ("PostToolUse", SHELL_TOOL["codex"])],
+    "gemini": [("SessionStart", None), ("BeforeAgent", None),
+               ("AfterTool", SHELL_TOOL["gemini"]), ("PreCompress", None)],
+}
+
+_OURS = re.compile(
+    r"(?:(?:^|[\s/'\"])tmuxlocd['\"]?\s+context|/tmuxlocd/context\.py['\"]?)"
+    r"\s+(?:claude|codex|gemini)\b"
+)
+
+
+class InstallError(Exception):
+    """A file that cannot be edited safely (it does not parse, or has an unexpected shape)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure: commands and entries.
+
+
+def is_ours(command: object) -> bool:
+    return isinstance(command, str) and _OURS.search(command) is not None
+
+
+def hook_command(launcher: Sequence[str], harness: str, min_interval_ms: int = 0) -> str:
+    """The hook's shell command: ``launcher`` (``[<python>, -S, <package>/context.py]`` or
+    ``[<tmuxlocd>, context]``), the harness and the floor."""
+    argv = [*launcher, harness]
+    if min_interval_ms:
+        argv += ["--min-interval-ms", str(min_interval_ms)]
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def hook_entry(harness: str, command: str) -> dict[str, Any]:
+    if harness == "gemini":  # milliseconds, and a name for its /hooks listing
+        return {"name": "tmuxlocd", "type": "command", "command": command,
+                "timeout": HOOK_TIMEOUT_S * 1000}
+    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}  # seconds
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InstallError(f"{where} is not a JSON object")
+    return value
+
+
+def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without any hook running ``tmuxlocd context``, nor the groups, events and
+    ``hooks`` object that left empty."""
+    out = copy.deepcopy(data)
+    hooks = out.get("hooks")
+    if hooks is None:
+        return out
+    hooks = _object(hooks, '"hooks"')
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list):
+                kept.append(group)
+                continue
+            mine = [e for e in entries if isinstance(e, dict) and is_ours(e.get("command"))]
+            if not mine:
+                kept.append(group)
+            elif len(mine) < len(entries):
+                kept.append({**group, "hooks": [e for e in entries if e not in mine]})
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks:
+        del out["hooks"]
+    return out
+
+
+def add_hooks(data: dict[str, Any], harness: str, command: str) -> dict[str, Any]:
+    """``data`` with this harness's hooks running ``command`` (any older ones replaced)."""
+    out = remove_hooks(data)
+    hooks = _object(out.setdefault("hooks", {}), '"hooks"')
+    for event, matcher in HOOK_EVENTS[harness]:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise InstallError(f'"hooks.{event}" is not a list')
+        group: dict[str, Any] = {"matcher": matcher} if matcher else {}
+        group["hooks"] = [hook_entry(harness, command)]
+        groups.append(group)
+    return out
+
+
+def mcp_entry(exe: Sequence[str]) -> dict[str, Any]:
+    return {"command": exe[0], "args": [*exe[1:], "mcp"]}
+
+
+def is_our_mcp(entry: object) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    command, args = entry.get("command"), entry.get("args")
+    if not isinstance(command, str) or not isinstance(args, list) or not args:
+        return False
+    words = [command, *[str(a) for a in args]]
+    return words[-1] == "mcp" and any(
+        w == "tmuxlocd" or w.endswith("/tmuxlocd") for w in words[:-1]
+    )
+
+
+def add_mcp(data: dict[str, Any], exe: Sequence[str]) -> tuple[dict[str, Any], str | None]:
+    """``data`` with ``mcpServers.tmux``; a note when a server of that name is someone
+    else's (left alone)."""
+    out = copy.deepcopy(data)
+    servers = _object(out.setdefault("mcpServers", {}), '"mcpServers"')
+    current = servers.get(MCP_NAME)
+    if current is not None and not is_our_mcp(current):
+        return copy.deepcopy(data), f'an MCP server named "{MCP_NAME}" exists: left alone'
+    servers[MCP_NAME] = mcp_entry(exe)
+    return out, None
+
+
+def remove_mcp(data: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    servers = out.get("mcpServers")
+    if isinstance(servers, dict) and is_our_mcp(servers.get(MCP_NAME)):
+        del servers[MCP_NAME]
+        if not servers:
+            del out["mcpServers"]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure: file texts.
+
+
+def load_json(text: str, path: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InstallError(f"{path}: not valid JSON ({exc}); left untouched") from None
+    if not isinstance(value, dict):
+        raise InstallError(f"{path}: not a JSON object; left untouched")
+    return value
+
+
+def json_indent(text: str) -> int | str:
+    """The indentation of a JSON text's first nested line (2 if none)."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            lead = line[: len(line) - len(stripped)]
+            return lead if "\t" in lead else len(lead)
+    return 2
+
+
+def dump_json(data: dict[str, Any], like: str) -> str:
+    """``data`` formatted as ``like`` is; "" (no file) for an empty object, which every
+    harness reads as it reads a missing file."""
+    if not data:
+        return ""
+    text = json.dumps(data, indent=json_indent(like), ensure_ascii=False)
+    return text + "\n" if like.endswith("\n") or not like else text
+
+
+def edit_json(text: str, path: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> str:
+    before = load_json(text, path)
+    try:
+        after = edit(before)
+    except InstallError as exc:
+        raise InstallError(f"{path}: {exc}; left untouched") from None
+    if after == before:
+        return text  # nothing to do: not even the formatting changes
+    return dump_json(after, text)
+
+
+def codex_block(exe: Sequence[str]) -> str:
+    """The table ``install codex`` appends to ``config.toml``."""
+    import tomlkit
+
+    want = {**mcp_entry(exe), "env_vars": list(CODEX_ENV_VARS)}
+    return tomlkit.dumps({"mcp_servers": {MCP_NAME: want}})
+
+
+def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[str, str | None]:
+    """``config.toml`` with ``[mcp_servers.tmux]`` (``exe`` given) or without it (None).
+
+    A new table is appended as text after one blank line, so everything else stays byte for
+    byte, and removing it restores the file exactly (a file without a final newline gets
+    one).  An existing entry of ours is updated in place by tomlkit, which keeps comments and
+    layout.
+    """
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import InlineTable
+
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise InstallError(f"{path}: not valid TOML ({exc}); left untouched") from None
+    servers = doc.get("mcp_servers")
+    if servers is not None and not isinstance(servers, dict):
+        raise InstallError(f"{path}: mcp_servers is not a table; left untouched")
+    current = servers.get(MCP_NAME) if servers is not None else None
+    ours = isinstance(current, dict) and is_our_mcp(dict(current))
+    if exe is None:
+        if not ours or servers is None:
+            return text, None
+        block = codex_block(exe_of(current))
+        if text.endswith(block):  # as install appended it
+            head = text[: len(text) - len(block)]
+            return (head[:-1] if head.endswith("\n\n") else head), None
+        del servers[MCP_NAME]
+        return tomlkit.dumps(doc), None
+    if current is not None and not ours:
+        return text, f'an MCP server named "{MCP_NAME}" exists in {path}: left alone'
+    want = {**mcp_entry(exe), "env_vars": list(CODEX_ENV_VARS)}
+    if isinstance(current, dict) and ours:
+        if {k: current.get(k) for k in want} == want:
+            return text, None
+        for key, value in want.items():
+            current[key] = value
+        return tomlkit.dumps(doc), None
+    if isinstance(servers, InlineTable):
+        raise InstallError(f"{path}: mcp_servers is an inline table; add [mcp_servers.{MCP_NAME}]"
+                           " by hand (command, args, env_vars); left untouched")
+    sep = "" if not text else "\n" if text.endswith("\n") else "\n\n"
+    out = text + sep + codex_block(exe)
+    try:
+        tomlkit.parse(out)
+    except TOMLKitError as exc:  # e.g. a [mcp_servers.tmux.env] table of someone else's
+        raise InstallError(f"{path}: cannot add [mcp_servers.{MCP_NAME}] ({exc})") from None
+    return out, None
+
+
+def exe_of(entry: Any) -> list[str]:
+    """The command words of an MCP entry, without its final ``mcp``."""
+    return [str(entry.get("command")), *[str(a) for a in entry.get("args", [])][:-1]]
+
+
+# ----------------------------------------------------------------------------------------------
+# Where each harness keeps its configuration.
+
+
+class FilePlan:
+    """One file: its path, the text before and after, and a note for the user."""
+
+    def __init__(self, path: Path, before: str, after: str, notes: list[str]) -> None:
+        self.path = path
+        self.before = before
+        self.after = after
+        self.notes = notes
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def config_paths(harness: str, project: bool, home: Path, cwd: Path,
+                 env: dict[str, str]) -> dict[str, Path]:
+    """The files to edit: ``hooks`` and ``mcp`` (the same file for Gemini CLI)."""
+    if harness == "claude":
+        if project:
+            return {"hooks": cwd / ".claude" / "settings.json", "mcp": cwd / ".mcp.json"}
+        return {"hooks": home / ".claude" / "settings.json"}
+    if harness == "codex":
+        base = cwd / ".codex" if project else Path(env.get("CODEX_HOME") or home / ".codex")
+        return {"hooks": base / "hooks.json", "mcp": base / "config.toml"}
+    base = cwd / ".gemini" if project else home / ".gemini"
+    return {"hooks": base / "settings.json", "mcp": base / "settings.json"}
+
+
+def plan_files(
+    harness: str,
+    texts: dict[Path, str],
+    paths: dict[str, Path],
+    exe: Sequence[str],
+    hook: Sequence[str],
+    *,
+    remove: bool,
+    min_interval_ms: int = 0,
+) -> list[FilePlan]:
+    """The new text of every file (``texts``: the current ones, "" for a missing file)."""
+    command = hook_command(hook, harness, min_interval_ms)
+    notes: dict[Path, list[str]] = {p: [] for p in paths.values()}
+    after = dict(texts)
+
+    def json_step(path: Path, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        after[path] = edit_json(after[path], str(path), edit)
+
+    hooks_path = paths["hooks"]
+    if remove:
+        json_step(hooks_path, remove_hooks)
+    else:
+        json_step(hooks_path, lambda d: add_hooks(d, harness, command))
+    mcp_path = paths.get("mcp")
+    if mcp_path is not None and mcp_path.suffix == ".toml":
+        after[mcp_path], note = edit_codex_toml(after[mcp_path], str(mcp_path),
+                                                None if remove else exe)
+        if note:
+            notes[mcp_path].append(note)
+    elif mcp_path is not None:
+        if remove:
+            json_step(mcp_path, remove_mcp)
+        else:
+            def with_mcp(d: dict[str, Any]) -> dict[str, Any]:
+                new, note = add_mcp(d, exe)
+                if note:
+                    notes[mcp_path].append(note)
+                return new
+
+            json_step(mcp_path, with_mcp)
+    return [FilePlan(p, texts[p], after[p], notes[p]) for p in dict.fromkeys(paths.values())]
+
+
+def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) -> list[str]:
+    """What the user still has to do."""
+    mcp = " ".join(shlex.quote(a) for a in [*exe, "mcp"])
+    if remove:
+        steps = ["Restart the harness's running sessions to drop the hooks."]
+        if harness == "claude" and not project:
+            steps.append(f"If you added the MCP server: claude mcp remove --scope user {MCP_NAME}")
+        return steps
+    steps = []
+    if harness == "claude":
+        steps.append("Start a new Claude Code session (or run /hooks) to load the hooks.")
+        if not project:
+            steps.append("MCP server (Claude Code keeps user servers in ~/.claude.json, which it "
+                         f"rewrites itself): claude mcp add --scope user {MCP_NAME} -- {mcp}")
+    elif harness == "codex":
+        steps.append("In Codex, open /hooks once and trust the new hooks (Codex runs no "
+                     "untrusted hook).  Hooks are a stable feature of current Codex; an older "
+                     "version needs [features] hooks = true (earlier: codex_hooks) in "
+                     "config.toml.")
+        if project:
+            steps.append("Codex reads .codex/ only in a trusted project.")
+    else:
+        steps.append("Start a new Gemini CLI session; /hooks lists the hooks (hooksConfig."
+                     "enabled must not be false).")
+    try:
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            steps.append("The MCP server needs the extra: pip install 'tmuxlocd[mcp]'.")
+    except (ImportError, ValueError):
+        pass
+    return steps
+
+
+# ----------------------------------------------------------------------------------------------
+# I/O.
+
+
+def this_hook() -> list[str]:
+    """How a hook starts ``tmuxlocd context`` fastest: this interpreter with ``-S`` on the
+    module's file (site's start-up is most of a hook's cost, and the module needs only the
+    standard library until it falls back to computing without a daemon); the command
+    otherwise (a package that is not plain files)."""
+    from tmuxlocd import context
+
+    path = os.path.abspath(context.__file__)
+    if os.path.isfile(path) and path.endswith(os.path.join("tmuxlocd", "context.py")):
+        return [os.path.abspath(sys.executable), "-S", path]
+    return [*this_tmuxlocd(), "context"]
+
+
+def this_tmuxlocd() -> list[str]:
+    """This installation's command, by absolute path: a virtualenv is not on a harness's
+    PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "tmuxlocd")
+    if os.access(beside, os.X_OK):
+        return [os.path.abspath(beside)]
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "tmuxlocd" and os.access(argv0, os.X_OK):
+        return [os.path.abspath(argv0)]
+    return [os.path.abspath(sys.executable), "-m", "tmuxlocd"]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except UnicodeDecodeError:
+        raise InstallError(f"{path}: not UTF-8 text; left untouched") from None
+
+
+def _write(path: Path, text: str) -> None:
+    if not text:
+        path.unlink(missing_ok=True)  # what install created and remove emptied
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = None
+    tmp = path.with_name(f".{path.name}.tmuxlocd-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is None else mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        if mode is None:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def diff(plan: FilePlan) -> str:
+    return "".join(difflib.unified_diff(
+        plan.before.splitlines(keepends=True), plan.after.splitlines(keepends=True),
+        fromfile=f"{plan.path} (now)", tofile=f"{plan.path} (after)",
+    ))
+
+
+def run(
+    harness: str,
+    *,
+    project: bool = False,
+    dry_run: bool = False,
+    remove: bool = False,
+    min_interval_ms: int = 0,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    exe: Sequence[str] | None = None,
+    hook: Sequence[str] | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
+    if harness not in HARNESSES:
+        out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
+        return 2
+    exe = list(exe or this_tmuxlocd())
+    hook = list(hook or this_hook())
+    paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(),
+                         dict(os.environ))
+    try:
+        texts = {p: _read(p) for p in dict.fromkeys(paths.values())}
+        plans = plan_files(harness, texts, paths, exe, hook, remove=remove,
+                           min_interval_ms=min_interval_ms)
+    except InstallError as exc:
+        out(f"tmuxlocd: {exc}")
+        return 1
+    for plan in plans:
+        for note in plan.notes:
+            out(f"note: {note}")
+        if not plan.changed:
+            out(f"unchanged: {plan.path}")
+        elif dry_run:
+            out(diff(plan).rstrip("\n"))
+        else:
+            _write(plan.path, plan.after)
+            out(f"{'removed from' if remove else 'updated'}: {plan.path}")
+    if dry_run:
+        out("(dry run: nothing written)")
+        return 0
+    for step in next_steps(harness, project, exe, remove):
+        out(f"next: {step}")
+    return 0
