@@ -117,7 +117,19 @@ TOOLS: tuple[mt.Tool, ...] = (
             "user): it answers where in tmux you are. Outside tmux it says so: then ask the "
             "user which pane they mean."
         ),
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        input_schema={
+            "type": "object",
+            "properties": {
+                "fresh": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "true right after this agent changed tmux itself (split, "
+                    "kill, move a pane): the answer then waits until tmux was re-read, and is "
+                    "an error if tmux could not be",
+                },
+            },
+            "additionalProperties": False,
+        },
         annotations=_READ_ONLY,
     ),
     mt.Tool(
@@ -476,15 +488,16 @@ class Shim:
 
     # -- answers
 
-    async def self_info(self) -> tuple[SelfInfo, bool]:
-        """(where this process is, whether a daemon answered)."""
+    async def self_info(self, fresh: bool = False) -> tuple[SelfInfo, bool]:
+        """(where this process is, whether a daemon answered).  ``fresh``: after a re-read
+        of tmux; a re-read that fails raises (``SyncFailedError``), never answers as data."""
         try:
-            return await self.client.where_am_i(), True
+            return await self.client.where_am_i(fresh=fresh), True
         except DaemonUnavailable:
             return await asyncio.to_thread(direct_self, self.accept_ancestor), False
 
-    async def where_am_i(self) -> str:
-        info, live = await self.self_info()
+    async def where_am_i(self, fresh: bool = False) -> str:
+        info, live = await self.self_info(fresh)
         return where_text(info, live=live)
 
     async def find_adjacent_panes(self, direction: str, reference: str) -> tuple[bytes, bool]:
@@ -541,7 +554,10 @@ class Shim:
         args = params.arguments or {}
         try:
             if params.name == "where_am_i":
-                return _result(await self.where_am_i())
+                fresh = args.get("fresh", False)
+                if not isinstance(fresh, bool):
+                    raise ToolFailure("fresh must be true or false")
+                return _result(await self.where_am_i(fresh))
             if params.name == "find_adjacent_panes":
                 body, live = await self.find_adjacent_panes(
                     _arg(args, "direction", None), _arg(args, "reference", "self")

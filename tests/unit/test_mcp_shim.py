@@ -176,3 +176,42 @@ def test_instructions_say_what_the_server_is_not_for() -> None:
     text = shim.INSTRUCTIONS
     assert "Not for:" in text
     assert "editor" in text and "whoami" in text
+
+
+class _FailingSync:
+    """A daemon client whose fresh reads fail as a daemon's 503 sync_failed would."""
+
+    accept_ancestor = False
+
+    def __init__(self) -> None:
+        self.fresh: list[bool] = []
+
+    async def where_am_i(self, *, fresh: bool = False) -> SelfInfo:
+        from tmuxlocd.client import SyncFailedError
+
+        self.fresh.append(fresh)
+        if fresh:
+            raise SyncFailedError(503, "sync_failed", "tmux could not be re-read",
+                                  {SOCKET: "list-panes: no answer within 5 s"})
+        return SelfInfo(inside_tmux=True, verified_by="tty", caller=Caller(pid=1),
+                        location=loc())
+
+
+async def test_where_am_i_fresh_surfaces_a_failed_reread_as_an_error() -> None:
+    from mcp import types as mt
+
+    client = _FailingSync()
+    s = shim.Shim(client, accept_ancestor=False)  # type: ignore[arg-type]
+    ok = await s.on_call_tool(None, mt.CallToolRequestParams(name="where_am_i", arguments={}))
+    assert not ok.is_error and client.fresh == [False]
+    failed = await s.on_call_tool(
+        None, mt.CallToolRequestParams(name="where_am_i", arguments={"fresh": True}))
+    assert failed.is_error
+    (content,) = failed.content
+    assert isinstance(content, mt.TextContent) and "sync_failed" in content.text
+    assert client.fresh == [False, True]
+    bad = await s.on_call_tool(
+        None, mt.CallToolRequestParams(name="where_am_i", arguments={"fresh": "yes"}))
+    assert bad.is_error
+    schema = next(t for t in shim.TOOLS if t.name == "where_am_i").input_schema
+    assert schema["properties"]["fresh"]["type"] == "boolean"
