@@ -155,8 +155,9 @@ def test_an_alias_over_every_spelling_is_reported_and_fails_barriers(rig: Rig) -
             rig.tmux.run("set", "-su", f"command-alias[{90 + i}]")
         began = time.monotonic()
         poll(lambda: converged(rig, daemon), CONVERGE + 2, "convergence after the fix")
-        converge_s = time.monotonic() - began
-        assert converge_s < CONVERGE + 2
+        # The goal is 3 s (backoff capped at 2 s, then one attachment); the deadline above
+        # leaves room for a loaded machine, and the figure is printed for the record.
+        print(f"converged {time.monotonic() - began:.3f} s after the aliases went")
         poll(lambda: health(daemon)["observer"] == "attached", CONVERGE, "health to clear")
         assert health(daemon)["status"] == "ok"
         code, _ = curl(daemon, "POST", "/v1/sync")
