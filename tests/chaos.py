@@ -57,6 +57,7 @@ class Chaos:
     """One test's chaos: the wrapper directory, the control file and the log."""
 
     directory: Path
+    last: str = ""  # the last "on" line written, for resume()
 
     @property
     def control(self) -> Path:
@@ -67,7 +68,13 @@ class Chaos:
         return self.directory / "chaos.log"
 
     def on(self, rate: float, kinds: tuple[str, ...], seed: int) -> None:
-        self._write(f"on {rate} {','.join(kinds)} {seed}\n")
+        self.last = f"on {rate} {','.join(kinds)} {seed}\n"
+        self._write(self.last)
+
+    def resume(self) -> None:
+        """Injection as it was before the last ``off``."""
+        if self.last:
+            self._write(self.last)
 
     def off(self) -> None:
         self._write("off\n")
@@ -175,11 +182,21 @@ async def walk_under_chaos(run: Run, steps: int) -> dict[str, int]:
         if op is None or op.destructive:
             continue  # a killed server is test_faults' subject; here tmux stays up
         await walk.run_op([op])
+        if walk.hung:
+            # tmux itself stuck (its session_destroy defect, docs/reliability.md): killed as a
+            # user would, and the daemon must report it down and take it back when restarted.
+            run.server.sigkill()
+            run.chaos.off()
+            await walk.server_died("hung")
+            run.chaos.resume()
+            answers["tmux_hung"] = answers.get("tmux_hung", 0) + 1
+            continue
         if op.settled is not None:
             await wait_until(landed_check(run, op.settled), 10, f"{op.name} to land in tmux")
         truth = await read_truth(run.server.socket_path)
         assert truth is not None, "tmux died under the walk"
         walk.truth = truth
+        run.server.last_pid = truth.pid
         status, body = await run.daemon.request("POST", "/v1/sync")
         if status == 200:
             # The barrier's promise: what it published is what tmux has now.
