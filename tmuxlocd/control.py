@@ -45,6 +45,28 @@ def tmux_env() -> dict[str, str]:
     return env
 
 
+async def reap(proc: asyncio.subprocess.Process, grace: float = 1.0) -> None:
+    """Kill a tmux client and make sure it is gone, whatever its server does.
+
+    tmux hands a client's stdin and stdout to the server, which writes to them itself; a
+    server stuck in a loop holds our pipes open for ever, and asyncio's ``wait()`` (which also
+    waits for the pipes to close) would then never return.  After ``grace`` the pipes are
+    closed from our side."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    try:
+        async with asyncio.timeout(grace):
+            await proc.wait()
+    except TimeoutError:
+        # The Process object exposes no other way to close its pipe transports.
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                await proc.wait()
+
+
 class ControlClient:
     def __init__(self, on_event: NotificationHandler) -> None:
         self._on_event = on_event
@@ -183,9 +205,7 @@ class ControlClient:
                 async with asyncio.timeout(1.0):
                     await proc.wait()
             except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
+                await reap(proc)
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 async with asyncio.timeout(1.0):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tmuxlocd import spelling
 from tmuxlocd.config import Config
-from tmuxlocd.control import ControlClient, tmux_env
+from tmuxlocd.control import ControlClient, reap, tmux_env
 from tmuxlocd.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
 from tmuxlocd.hub import Hub
 from tmuxlocd.mirror import (
@@ -250,16 +250,12 @@ class ServerObserver:
             async with asyncio.timeout(PROBE_TIMEOUT):
                 out, err = await proc.communicate()
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.communicate()
+            await reap(proc)
             raise CommandTimeout(argv[0], f"no answer within {PROBE_TIMEOUT:g} s") from None
         except asyncio.CancelledError:
             # The daemon is stopping: reap the client, or its transport outlives the loop.
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
             with contextlib.suppress(Exception):
-                await asyncio.shield(proc.communicate())
+                await asyncio.shield(reap(proc))
             raise
         errline = err.decode("utf-8", "replace").strip().partition("\n")[0]
         rc = proc.returncode if proc.returncode is not None else -1
@@ -467,10 +463,7 @@ class ServerObserver:
             except asyncio.CancelledError:
                 # Cancelled while the process was being made: it may exist all the same.
                 with contextlib.suppress(Exception):
-                    made = await spawn
-                    with contextlib.suppress(ProcessLookupError):
-                        made.kill()
-                    await made.communicate()
+                    await reap(await spawn)
                 raise
             try:
                 assert proc.stdout is not None
@@ -486,9 +479,7 @@ class ServerObserver:
                     await asyncio.sleep(0)
                 rc = await proc.wait()
             except asyncio.CancelledError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.communicate()  # to EOF too: the pipe's transport then closes
+                await reap(proc)  # its pipes closed too, even if tmux holds them
                 raise
             if self._stopping.is_set():
                 return
