@@ -146,7 +146,12 @@ class Server:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def sigkill(self) -> None:
-        """SIGKILL the running server (as a user would one that hangs)."""
+        """SIGKILL the running server (as a user would one that hangs): the pids recorded at
+        start, and the one last seen (a server the walk's own `new-session` started)."""
+        if self.last_pid is not None and self.last_pid not in self.pids:
+            started_last = start_time(self.last_pid)
+            if started_last is not None:
+                self.pids[self.last_pid] = started_last
         for pid, started in list(self.pids.items()):
             if start_time(pid) == started:
                 try:

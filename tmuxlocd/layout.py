@@ -340,16 +340,20 @@ def neighbors(rects: Mapping[int, Rect]) -> dict[int, dict[Direction, tuple[Neig
         a_lists = found[a]
         # Right and bottom ends are exclusive, so the border column is ar and row is ab.
         # Cheap overlap test first: most panes in a bucket lie elsewhere along the border.
+        # A pane of height or width 0 (tmux can leave one after shrinking a window) overlaps
+        # nothing along that edge: ``shared`` must be at least one cell.
         for b, _, bt, _, bb in by_left.get(ar + 1, ()):
             if bt < ab and at < bb:
                 shared = min(ab, bb) - max(at, bt)
-                a_lists[3].append(Neighbor(b, shared))
-                found[b][2].append(Neighbor(a, shared))
+                if shared > 0:
+                    a_lists[3].append(Neighbor(b, shared))
+                    found[b][2].append(Neighbor(a, shared))
         for b, bl, _, br, _ in by_top.get(ab + 1, ()):
             if bl < ar and al < br:
                 shared = min(ar, br) - max(al, bl)
-                a_lists[1].append(Neighbor(b, shared))
-                found[b][0].append(Neighbor(a, shared))
+                if shared > 0:
+                    a_lists[1].append(Neighbor(b, shared))
+                    found[b][0].append(Neighbor(a, shared))
     return {
         p: {
             "above": _sorted(above),

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests import tmuxbin
 from tests.tmuxbin import before_new_session
 from tests.tmuxtest import TMUX, TmuxServer
 
@@ -331,6 +332,15 @@ def _has_bulk(world: World) -> bool:
     return "bulk" in world.tmux.run("list-sessions", "-F", "#{session_name}").split()
 
 
+# tmux 3.2a segfaults on `list-panes -a -F '#{client_activity}'` (or `client_created`) from
+# a command-line client while any client is attached (the daemon's control client is): those
+# two are left out of the listing there, as a user of 3.2a would have to.
+_CRASHING_FORMATS = (
+    frozenset({"client_activity", "client_created"})
+    if tmuxbin.version_of(TMUX) < (3, 3) else frozenset()
+)
+
+
 def _all_fields_listing(world: World, prefix: str = "") -> bytes:
     """``list-panes -a`` with every format a pane has (as ``display-message -a`` lists them;
     only those starting with ``prefix``), as JSON: what a model reads when it asks tmux for
@@ -339,6 +349,7 @@ def _all_fields_listing(world: World, prefix: str = "") -> bytes:
         line.split("=", 1)[0]
         for line in world.tmux.run("display-message", "-a", "-p", "-t", "main:").splitlines()
         if "=" in line and line.startswith(prefix)
+        and line.split("=", 1)[0] not in _CRASHING_FORMATS
     ]
     sep = "\t"  # tmux 3.4+ escapes other control characters in command output
     out = world.tmux.run("list-panes", "-a", "-F", sep.join(f"#{{{n}}}" for n in names))

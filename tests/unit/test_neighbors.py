@@ -164,6 +164,23 @@ def test_sorted_by_shared_then_pane_number() -> None:
     assert neighbors(rects)[9]["right"] == (Neighbor(3, 10), Neighbor(5, 10), Neighbor(7, 10))
 
 
+def test_a_pane_of_size_zero_has_no_neighbour_across_that_edge() -> None:
+    # tmux 3.5a left this layout after resize-window -x 35 -y 26: pane 9 is 5x0.  Its rows
+    # are empty, so it shares no cell with pane 23 across its right edge.
+    layout = (
+        "81b3,35x26,0,0{19x26,0,0[19x12,0,0{9x12,0,0,15,9x12,10,0,22},19x6,0,13{9x6,0,13"
+        "[9x1,0,13,18,9x1,0,15,17,9x2,0,17{1x2,0,17,2,7x2,2,17,5}],9x6,10,13[9x2,10,13"
+        "{1x2,10,13,7,1x2,12,13,6,5x2,14,13[5x1,14,13,10,5x0,14,15,9]},9x1,10,16,11,9x1,10,"
+        "18,20]},19x6,0,20,21],15x26,20,0,23}"
+    )
+    found = neighbors_of_layout(layout)
+    assert found[9]["right"] == ()
+    assert 9 not in {n.pane for n in found[23]["left"]}
+    rects = {1: Rect(0, 0, 10, 32), 2: Rect(11, 5, 10, 0), 3: Rect(0, 33, 0, 2)}
+    assert neighbors(rects)[1]["right"] == ()
+    assert neighbors(rects)[1]["below"] == ()
+
+
 def test_single_pane_and_empty() -> None:
     assert neighbors_of_layout("ae9d,200x60,0,0,0") == {
         0: {"above": (), "below": (), "left": (), "right": ()}
