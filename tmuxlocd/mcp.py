@@ -54,6 +54,7 @@ from tmuxlocd.events import Event, PaneAdded, PaneChanged, PaneRemoved, Snapshot
 from tmuxlocd.layout import DIRECTIONS, Direction
 from tmuxlocd.location import Location, text_form
 from tmuxlocd.queries import StaticView
+from tmuxlocd.wire import id_number
 
 log = logging.getLogger("tmuxlocd.mcp")
 
@@ -249,12 +250,13 @@ def _failure(exc: ClientError) -> ToolFailure:
 
 
 def _pane_id(reference: str) -> str:
-    if reference == "self":
-        return reference
-    number = reference.removeprefix("%")
-    if not number.isdigit():
-        raise ToolFailure(f'reference must be "self" or a pane id such as %3, not {reference!r}')
-    return f"%{number}"
+    try:
+        number = id_number(reference, "pane")
+    except ValueError:
+        raise ToolFailure(
+            f'reference must be "self" or a pane id such as %3, not {reference!r}'
+        ) from None
+    return number if number == "self" else f"%{number}"
 
 
 # ----------------------------------------------------------------------------------------------
