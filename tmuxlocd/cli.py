@@ -21,10 +21,12 @@ from tmuxlocd.wire import (  # noqa: F401
     NoDaemon,
     RawResponse,
     dechunk,
+    notify_target,
     parse_response,
     percent_encode,
     query_string,
     raw_request,
+    self_target,
 )
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs `notify` several ms, and
@@ -84,10 +86,8 @@ def notify(
 ) -> int:
     """Tell the daemon that tmux changed.  Silent, and 0 whatever happens (SPEC §7)."""
     try:
-        query = query_string({"hook": hook, "server": server, "target": target})
-        raw_request(
-            path or daemon_socket(), "POST", "/v1/notify" + query, timeout, read_answer=False
-        )
+        request_target = notify_target(hook, server, target)
+        raw_request(path or daemon_socket(), "POST", request_target, timeout, read_answer=False)
     except (NoDaemon, OSError, ValueError):
         pass  # no daemon, a slow one, or a garbled answer: nothing a hook could do about it
     return EXIT_OK
@@ -413,17 +413,8 @@ def cmd_where(ns: argparse.Namespace) -> int:
 
 def where(fmt: str, turn: int | None, neighbors: bool, fresh: bool = False) -> int:
     path = daemon_socket()
-    if fmt == "text":
-        target = "/v1/self" + query_string(
-            {
-                "format": "text",
-                "turn": str(turn) if turn is not None else None,
-                "neighbors": "1" if neighbors else None,
-                "fresh": "1" if fresh else None,
-            }
-        )
-    else:
-        target = "/v1/self" + query_string({"fresh": "1" if fresh else None})
+    target = self_target(text=fmt == "text", turn=turn if fmt == "text" else None,
+                         neighbors=neighbors and fmt == "text", fresh=fresh)
     try:
         # A barrier may wait for tmux up to its own deadline (then 503, never stale data).
         resp = raw_request(path, "GET", target, SYNC_WAIT if fresh else WHERE_TIMEOUT)

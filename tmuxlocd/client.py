@@ -114,7 +114,10 @@ T = TypeVar("T")
 # The blocking client.
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """``http.client`` on the daemon's Unix socket (the package's only one: the fast paths use
+    ``tmuxlocd.wire``, which needs no http.client)."""
+
     def __init__(self, path: str, timeout: float | None) -> None:
         super().__init__("localhost", timeout=timeout)
         self.unix_path = path
@@ -151,7 +154,7 @@ class Client:
         self.stream_timeout = stream_timeout
         self._core = ClientCore(accept_ancestor)
         self._etags = self._core.etags
-        self._conn: _UnixHTTPConnection | None = None
+        self._conn: UnixHTTPConnection | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -175,7 +178,7 @@ class Client:
         for _ in range(2):
             fresh = self._conn is None
             if self._conn is None:
-                self._conn = _UnixHTTPConnection(self.path, self.timeout)
+                self._conn = UnixHTTPConnection(self.path, self.timeout)
             conn = self._conn
             try:
                 conn.request(req.method, req.url, body=req.body, headers=headers)
@@ -279,7 +282,7 @@ class Client:
         )
         while True:
             # The socket's timeout is the heartbeat deadline: a silent stream is a dead one.
-            conn = _UnixHTTPConnection(self.path, self.stream_timeout)
+            conn = UnixHTTPConnection(self.path, self.stream_timeout)
             try:
                 try:
                     conn.request("GET", stream.url, headers=stream.headers())

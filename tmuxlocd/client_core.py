@@ -35,7 +35,7 @@ from tmuxlocd.answers import (
 from tmuxlocd.errors import TmuxlocdError
 from tmuxlocd.events import Event, Lagged, Reset, SnapshotEvent, event_decoder
 from tmuxlocd.location import Location
-from tmuxlocd.wire import id_number, query_string
+from tmuxlocd.wire import id_number, notify_target, query_string, self_target
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -185,17 +185,16 @@ def _sync_request(server: str | None) -> _Request:
 
 
 def _self_request(accept_ancestor: bool, fresh: bool) -> _Request:
-    params: dict[str, object | None] = {"fresh": fresh}
-    if accept_ancestor:
-        params["accept"] = "ancestor"
-    return _Request("GET", _url("/v1/self", params))
+    return _Request("GET", self_target(fresh=fresh, accept_ancestor=accept_ancestor))
 
 
 def _text_request(pane: str, turn: int | None, neighbors: bool, accept_ancestor: bool) -> _Request:
-    params: dict[str, object | None] = {"format": "text", "turn": turn, "neighbors": neighbors}
-    params.update(_self_params(accept_ancestor, pane))
-    path = "/v1/self" if pane == "self" else f"/v1/panes/{pane_ref(pane)}"
-    return _Request("GET", _url(path, params))
+    if pane == "self":
+        target = self_target(text=True, turn=turn, neighbors=neighbors,
+                             accept_ancestor=accept_ancestor)
+        return _Request("GET", target)
+    params = {"format": "text", "turn": turn, "neighbors": neighbors}
+    return _Request("GET", _url(f"/v1/panes/{pane_ref(pane)}", params))
 
 
 def _location_request(
@@ -238,8 +237,7 @@ def _panes_request(
 
 
 def _notify_request(hook: str | None, server: str | None, target: str | None) -> _Request:
-    body = {k: v for k, v in (("hook", hook), ("server", server), ("target", target)) if v}
-    return _Request("POST", "/v1/notify", msgspec.json.encode(body))
+    return _Request("POST", notify_target(hook, server, target), b"")
 
 
 def _events_url(

@@ -50,6 +50,34 @@ def query_string(params: Mapping[str, str | None], *, comma: bool = False) -> st
     return "?" + "&".join(pairs) if pairs else ""
 
 
+def self_target(
+    *,
+    text: bool = False,
+    turn: int | None = None,
+    neighbors: bool = False,
+    fresh: bool = False,
+    accept_ancestor: bool = False,
+) -> str:
+    """The target of ``GET /v1/self``: the question the fast paths ask most, spelt here once
+    for them and for the typed clients."""
+    return "/v1/self" + query_string(
+        {
+            "format": "text" if text else None,
+            "turn": str(turn) if turn is not None else None,
+            "neighbors": "1" if neighbors else None,
+            "fresh": "1" if fresh else None,
+            "accept": "ancestor" if accept_ancestor else None,
+        }
+    )
+
+
+def notify_target(hook: str | None, server: str | None, target: str | None) -> str:
+    """The target of ``POST /v1/notify``, its fields in the query so that a hook job needs no
+    JSON encoder.  An empty value is left out: it names nothing."""
+    return "/v1/notify" + query_string({"hook": hook or None, "server": server or None,
+                                        "target": target or None})
+
+
 # ----------------------------------------------------------------------------------------------
 # One exchange.
 

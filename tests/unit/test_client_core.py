@@ -45,8 +45,8 @@ REQUESTS: list[tuple[Call[object], str, str, bytes | None]] = [
     (PLAIN.health(), "GET", "/v1/health", None),
     (PLAIN.sync(None), "POST", "/v1/sync", b""),
     (PLAIN.sync("/s"), "POST", "/v1/sync?server=%2Fs", b""),
-    (PLAIN.notify("after-split-window", None, "%1"), "POST", "/v1/notify",
-     b'{"hook":"after-split-window","target":"%1"}'),
+    (PLAIN.notify("after-split-window", "", "%1"), "POST",
+     "/v1/notify?hook=after-split-window&target=%251", b""),
 ]
 
 
