@@ -110,6 +110,26 @@ __all__ = [
 
 T = TypeVar("T")
 
+
+class _Settings:
+    """What both transports are made with, and the core that decides for them."""
+
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        timeout: float = REQUEST_TIMEOUT,
+        accept_ancestor: bool = False,
+        stream_timeout: float = STREAM_TIMEOUT,
+    ) -> None:
+        self.path = path or socket_path()
+        self.timeout = timeout
+        self.accept_ancestor = accept_ancestor
+        self.stream_timeout = stream_timeout
+        self._core = ClientCore(accept_ancestor)
+        self._etags = self._core.etags
+
+
 # ----------------------------------------------------------------------------------------------
 # The blocking client.
 
@@ -133,28 +153,14 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-class Client:
+class Client(_Settings):
     """Blocking client.  One keep-alive connection, opened on first use; ``close()`` ends it.
 
     ``accept_ancestor`` adds ``?accept=ancestor`` to requests about ``self``, so a process with
     no controlling tty (a hook job, a setsid child) is placed in its nearest ancestor's pane.
     """
 
-    def __init__(
-        self,
-        path: str | None = None,
-        *,
-        timeout: float = REQUEST_TIMEOUT,
-        accept_ancestor: bool = False,
-        stream_timeout: float = STREAM_TIMEOUT,
-    ) -> None:
-        self.path = path or socket_path()
-        self.timeout = timeout
-        self.accept_ancestor = accept_ancestor
-        self.stream_timeout = stream_timeout
-        self._core = ClientCore(accept_ancestor)
-        self._etags = self._core.etags
-        self._conn: UnixHTTPConnection | None = None
+    _conn: UnixHTTPConnection | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -318,24 +324,10 @@ def _read_lines(
 # The asyncio client.
 
 
-class AsyncClient:
+class AsyncClient(_Settings):
     """asyncio client on aiohttp (``async with AsyncClient() as c: await c.where_am_i()``)."""
 
-    def __init__(
-        self,
-        path: str | None = None,
-        *,
-        timeout: float = REQUEST_TIMEOUT,
-        accept_ancestor: bool = False,
-        stream_timeout: float = STREAM_TIMEOUT,
-    ) -> None:
-        self.path = path or socket_path()
-        self.timeout = timeout
-        self.accept_ancestor = accept_ancestor
-        self.stream_timeout = stream_timeout
-        self._core = ClientCore(accept_ancestor)
-        self._etags = self._core.etags
-        self._session: aiohttp.ClientSession | None = None
+    _session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Self:
         return self
