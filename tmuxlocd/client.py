@@ -136,7 +136,7 @@ class _Settings:
 
 class UnixHTTPConnection(http.client.HTTPConnection):
     """``http.client`` on the daemon's Unix socket (the package's only one: the fast paths use
-    ``tmuxlocd.wire``, which needs no http.client)."""
+    ``tmuxlocd.cli.raw_request``, which needs no http.client)."""
 
     def __init__(self, path: str, timeout: float | None) -> None:
         super().__init__("localhost", timeout=timeout)

@@ -32,10 +32,10 @@ from tmuxlocd.answers import (
     SyncAnswer,
     Tree,
 )
+from tmuxlocd.cli import id_number, notify_target, query_string, self_target
 from tmuxlocd.errors import TmuxlocdError
 from tmuxlocd.events import Event, Lagged, Reset, SnapshotEvent, event_decoder
 from tmuxlocd.location import Location
-from tmuxlocd.wire import id_number, notify_target, query_string, self_target
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)

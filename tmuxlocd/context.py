@@ -15,7 +15,7 @@ lock (two hooks of one session may run at once).  When no state can be kept (a f
 unsafe directory), a prompt injects every time and a tool call never.
 
 Start-up cost is the point: this module imports only ``json``, ``zlib`` and ``fcntl`` (plus
-the stdlib-only request of ``tmuxlocd.wire``, not the whole CLI); the no-daemon path pays for
+the stdlib-only request of ``tmuxlocd.cli``); the no-daemon path pays for
 the rest.
 """
 
@@ -118,7 +118,7 @@ def handle(
 
 
 def read_location(etag: str, env: Mapping[str, str]) -> harness.Reading:
-    from tmuxlocd.wire import NoDaemon, raw_request, self_target
+    from tmuxlocd.cli import NoDaemon, raw_request, self_target
 
     headers = {"If-None-Match": etag} if etag else None
     target = self_target(text=True, neighbors=True, accept_ancestor=True)

@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 
 from tmuxlocd import __version__, direct, identity, queries
 from tmuxlocd.answers import summary_of
+from tmuxlocd.cli import id_number
 from tmuxlocd.client import (
     AsyncClient,
     ClientError,
@@ -54,7 +55,6 @@ from tmuxlocd.events import Event, PaneAdded, PaneChanged, PaneRemoved, Snapshot
 from tmuxlocd.layout import DIRECTIONS, Direction
 from tmuxlocd.location import Location, text_form
 from tmuxlocd.queries import StaticView
-from tmuxlocd.wire import id_number
 
 log = logging.getLogger("tmuxlocd.mcp")
 

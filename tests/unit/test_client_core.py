@@ -7,6 +7,7 @@ import pytest
 
 from tests.unit.test_cli_units import LOC
 from tmuxlocd import answers
+from tmuxlocd.cli import id_number, query_string
 from tmuxlocd.client_core import (
     Call,
     ClientCore,
@@ -18,7 +19,6 @@ from tmuxlocd.client_core import (
     _Backoff,
 )
 from tmuxlocd.events import Lagged, PaneAdded, Reset, SnapshotEvent, encoder
-from tmuxlocd.wire import id_number, query_string
 
 # ----------------------------------------------------------------------------------------------
 # Requests.
