@@ -35,22 +35,71 @@ WHERE_TIMEOUT = 3.0
 SYNC_WAIT = 15.0  # longer than the daemon's barrier deadline (10 s): its 503 is heard
 
 # ----------------------------------------------------------------------------------------------
-# Stdlib-only helpers shared by the fast paths.
+# The wire under every client: one HTTP/1.1 exchange on the Unix socket, query strings and the
+# spelling of ids and of the fast paths' requests (SPEC §4).  Here, in the module notify and
+# where run anyway, so that a hook job loads no module more for them; the harness hook
+# (tmuxlocd.context) and the typed clients' core (tmuxlocd.client_core) import them from here.
+
+_SIGILS = {"pane": "%", "window": "@", "session": "$"}
+
+
+def id_number(value: str, kind: str) -> str:
+    """``self``, or the bare number of a ``kind`` id written ``%3`` or ``3`` (``@``/``$`` for
+    windows and sessions): what a URL carries, since a literal ``%`` there would have to be
+    written ``%25``.  Raises ValueError for anything else."""
+    if value == "self":
+        return value
+    sigil = _SIGILS[kind]
+    number = value.removeprefix(sigil)
+    # str.isdigit() accepts other scripts' digits; the daemon's ids are ASCII.
+    if not (number.isascii() and number.isdigit()):
+        raise ValueError(f"not a {kind} id: {value!r} (expected self, {sigil}N or N)")
+    return number
 
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_UNRESERVED_OR_COMMA = _UNRESERVED | {ord(",")}
 
 
-def percent_encode(value: str) -> str:
-    """A query value, percent-encoded byte by byte (urllib.parse costs more to import)."""
-    return "".join(
-        chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in value.encode("utf-8", "replace")
+def percent_encode(value: str, *, comma: bool = False) -> str:
+    """A query value, percent-encoded byte by byte (urllib.parse costs more to import).
+    ``comma`` keeps commas as they are, for lists such as ``types=a,b``."""
+    keep = _UNRESERVED_OR_COMMA if comma else _UNRESERVED
+    return "".join(chr(b) if b in keep else f"%{b:02X}" for b in value.encode("utf-8", "replace"))
+
+
+def query_string(params: Mapping[str, str | None], *, comma: bool = False) -> str:
+    pairs = [f"{k}={percent_encode(v, comma=comma)}" for k, v in params.items() if v is not None]
+    return "?" + "&".join(pairs) if pairs else ""
+
+
+def self_target(
+    *,
+    text: bool = False,
+    turn: int | None = None,
+    neighbors: bool = False,
+    fresh: bool = False,
+    accept_ancestor: bool = False,
+) -> str:
+    """The target of ``GET /v1/self``: the question the fast paths ask most, spelt here once
+    for them and for the typed clients."""
+    return "/v1/self" + query_string(
+        {
+            "format": "text" if text else None,
+            "turn": str(turn) if turn is not None else None,
+            "neighbors": "1" if neighbors else None,
+            "fresh": "1" if fresh else None,
+            "accept": "ancestor" if accept_ancestor else None,
+        }
     )
 
 
-def query_string(params: Mapping[str, str | None]) -> str:
-    pairs = [f"{k}={percent_encode(v)}" for k, v in params.items() if v is not None]
-    return "?" + "&".join(pairs) if pairs else ""
+def notify_target(hook: str | None, server: str | None, target: str | None) -> str:
+    """The target of ``POST /v1/notify``, its fields in the query so that a hook job needs no
+    JSON encoder.  An empty value is left out: it names nothing."""
+    return "/v1/notify" + query_string({"hook": hook or None, "server": server or None,
+                                        "target": target or None})
+
 
 
 class RawResponse:
@@ -175,10 +224,8 @@ def notify(
 ) -> int:
     """Tell the daemon that tmux changed.  Silent, and 0 whatever happens (SPEC §7)."""
     try:
-        query = query_string({"hook": hook, "server": server, "target": target})
-        raw_request(
-            path or daemon_socket(), "POST", "/v1/notify" + query, timeout, read_answer=False
-        )
+        request_target = notify_target(hook, server, target)
+        raw_request(path or daemon_socket(), "POST", request_target, timeout, read_answer=False)
     except (NoDaemon, OSError, ValueError):
         pass  # no daemon, a slow one, or a garbled answer: nothing a hook could do about it
     return EXIT_OK
@@ -504,17 +551,8 @@ def cmd_where(ns: argparse.Namespace) -> int:
 
 def where(fmt: str, turn: int | None, neighbors: bool, fresh: bool = False) -> int:
     path = daemon_socket()
-    if fmt == "text":
-        target = "/v1/self" + query_string(
-            {
-                "format": "text",
-                "turn": str(turn) if turn is not None else None,
-                "neighbors": "1" if neighbors else None,
-                "fresh": "1" if fresh else None,
-            }
-        )
-    else:
-        target = "/v1/self" + query_string({"fresh": "1" if fresh else None})
+    target = self_target(text=fmt == "text", turn=turn if fmt == "text" else None,
+                         neighbors=neighbors and fmt == "text", fresh=fresh)
     try:
         # A barrier may wait for tmux up to its own deadline (then 503, never stale data).
         resp = raw_request(path, "GET", target, SYNC_WAIT if fresh else WHERE_TIMEOUT)

@@ -15,7 +15,8 @@ lock (two hooks of one session may run at once).  When no state can be kept (a f
 unsafe directory), a prompt injects every time and a tool call never.
 
 Start-up cost is the point: this module imports only ``json``, ``zlib`` and ``fcntl`` (plus
-the fast request of ``tmuxlocd.cli``); the no-daemon path pays for the rest.
+the stdlib-only request of ``tmuxlocd.cli``); the no-daemon path pays for
+the rest.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from typing import Self
 
 REQUEST_TIMEOUT = 2.0
-SELF_TEXT = "/v1/self?format=text&neighbors=1&accept=ancestor"
 MAX_STATE = 64 * 1024
 
 
@@ -118,13 +118,12 @@ def handle(
 
 
 def read_location(etag: str, env: Mapping[str, str]) -> harness.Reading:
-    from tmuxlocd.cli import NoDaemon, raw_request
+    from tmuxlocd.cli import NoDaemon, raw_request, self_target
 
     headers = {"If-None-Match": etag} if etag else None
+    target = self_target(text=True, neighbors=True, accept_ancestor=True)
     try:
-        resp = raw_request(
-            client_socket_path(env), "GET", SELF_TEXT, REQUEST_TIMEOUT, headers=headers
-        )
+        resp = raw_request(client_socket_path(env), "GET", target, REQUEST_TIMEOUT, headers=headers)
     except (NoDaemon, OSError, ValueError):
         return read_direct()
     if resp is None:

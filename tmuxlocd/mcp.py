@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 
 from tmuxlocd import __version__, direct, identity, queries
 from tmuxlocd.answers import summary_of
+from tmuxlocd.cli import id_number
 from tmuxlocd.client import (
     AsyncClient,
     ClientError,
@@ -261,12 +262,13 @@ def _failure(exc: ClientError) -> ToolFailure:
 
 
 def _pane_id(reference: str) -> str:
-    if reference == "self":
-        return reference
-    number = reference.removeprefix("%")
-    if not number.isdigit():
-        raise ToolFailure(f'reference must be "self" or a pane id such as %3, not {reference!r}')
-    return f"%{number}"
+    try:
+        number = id_number(reference, "pane")
+    except ValueError:
+        raise ToolFailure(
+            f'reference must be "self" or a pane id such as %3, not {reference!r}'
+        ) from None
+    return number if number == "self" else f"%{number}"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from tests.soak import REPO, TMUX, rss_kib, tmux_env, window_name
 from tests.tmuxtest import TmuxServer
+from tmuxlocd.client import UnixHTTPConnection
 from tmuxlocd.names import unvis
 
 pytestmark = [
@@ -42,18 +43,6 @@ pytestmark = [
 ]
 
 CODE = re.compile(r"[a-z][a-z0-9_]*")
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float = 10.0) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self.unix_path)
-        self.sock = sock
 
 
 @dataclass
@@ -79,7 +68,7 @@ class Env:
         self, method: str, target: str, *, headers: Mapping[str, str] | None = None,
         body: bytes | None = None, stream: bool = False,
     ) -> Answer:
-        conn = UnixHTTPConnection(self.sock)
+        conn = UnixHTTPConnection(self.sock, 10.0)
         try:
             conn.putrequest(method, target, skip_accept_encoding=True)
             for k, v in (headers or {}).items():
