@@ -49,6 +49,7 @@ import msgspec
 
 from tests import tmuxbin
 from tests.tmuxtest import kill_leftovers, start_time
+from tmuxlocd.control import reap
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.events import Event, event_decoder, event_type, pane_key
 from tmuxlocd.layout import pane_rects, parse_layout
@@ -82,8 +83,9 @@ async def tmux(socket_path: str, *args: str, timeout: float = 20.0) -> tuple[int
         async with asyncio.timeout(timeout):
             out, err = await proc.communicate()
     except TimeoutError:
-        proc.kill()
-        await proc.wait()
+        # A stuck server holds the client's pipes (tmux hands them over): reap() closes them
+        # from our side, where a bare wait() would wait for ever.
+        await reap(proc)
         raise
     assert proc.returncode is not None
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
