@@ -302,16 +302,16 @@ class ServerMirror:
 
     def apply_window(self, wid: str, reply: Reply) -> None:
         if not reply.ok:
-            # The window went away between the notification and the query: the structure
-            # tells where its panes are now.  A window the structure keeps listing while
-            # its own listing keeps failing is a failing command instead.
+            # Most likely the window went away between the notification and the query; but
+            # an error is no proof of that (a hook or an alias of the user's can fail it), so
+            # nothing is removed on its word: the structure, read next, tells.  A window the
+            # structure keeps listing while its own listing keeps failing is a failing
+            # command.
             misses = self._window_misses.get(wid, 0) + 1
             if misses >= WINDOW_MISSES:
                 self._window_misses.pop(wid, None)
                 check(("list-panes",), reply)
             self._window_misses[wid] = misses
-            self.panes = {k: p for k, p in self.panes.items() if p.window_id != wid}
-            self.windows.pop(wid, None)
             self.mark(structure=True)
             return
         self._window_misses.pop(wid, None)

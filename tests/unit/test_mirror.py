@@ -263,13 +263,18 @@ def test_a_row_that_does_not_parse_raises() -> None:
         gen.send([ok(["S\tnot a row"]), ok([]), ok([])])
 
 
-def test_a_window_that_went_away_is_dropped_and_one_that_keeps_failing_is_an_error() -> None:
+def test_a_failed_window_listing_asks_the_structure_and_one_that_keeps_failing_is_an_error(
+) -> None:
     data = load(DATA / "mirror" / "3.3a.json")
     mirror = fresh("3.3a")
     full_read(mirror, data["before"])
     mirror.apply_window("@1", error("can't find window: @1"))
-    assert "@1" not in mirror.windows and "%2" not in mirror.panes
+    # an error proves nothing: the window stays until the structure says it is gone
+    assert "@1" in mirror.windows and "%2" in mirror.panes
     assert mirror.take() == Dirty(structure=True)
+    gone = [row for row in data["before"]["list_windows"] if "\t@1\t" not in row]
+    mirror.apply_structure(ok(data["before"]["list_sessions"]), ok(gone))
+    assert "@1" not in mirror.windows and "%2" not in mirror.panes
     with pytest.raises(CommandFailed):
         mirror.apply_window("@1", error("can't find window: @1"))
 
