@@ -50,8 +50,9 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         return event("UserPromptSubmit", session, prompt="which pane is below?")
 
     def tool(session: str) -> bytes:
+        command = "tmux break-pane"  # tmux: the command a hook reports, never run
         return event("PostToolUse", session, tool_name="Bash",
-                     tool_input={"command": "tmux break-pane"}, tool_response={"stdout": ""})
+                     tool_input={"command": command}, tool_response={"stdout": ""})
 
     def run(argv: list[str], stdin: bytes | None, env: dict[str, str]) -> bytes:
         proc = subprocess.run(argv, input=stdin, capture_output=True, env=env, check=True,

@@ -62,7 +62,10 @@ def prompt(harness: str, session: str, text: str = "which pane is below me?") ->
     return event(harness, PROMPT[harness], session, prompt=text)
 
 
-def after_tool(harness: str, session: str, command: str = "tmux break-pane") -> dict[str, Any]:
+TOOL_COMMAND = "tmux break-pane"  # tmux: the command a hook reports, never run
+
+
+def after_tool(harness: str, session: str, command: str = TOOL_COMMAND) -> dict[str, Any]:
     tool = {"claude": "Bash", "codex": "Bash", "gemini": "run_shell_command"}[harness]
     response: Any = {"stdout": "", "stderr": "", "interrupted": False}
     if harness == "gemini":

@@ -361,10 +361,10 @@ def test_token_cost(world: World, basic: tuple[Run, Grid]) -> None:
         f'list_panes("server", "full") at {panes} panes': len(
             answer(result, "server_full").encode()
         ),
-        f"tmux list-panes -a, pane_* formats, JSON, at {panes} panes": len(
+        f"tmux list-panes -a, pane_* formats, JSON, at {panes} panes": len(  # tmux: a label
             _all_fields_listing(world, "pane_")
         ),
-        f"tmux list-panes -a, all formats, JSON, at {panes} panes": len(
+        f"tmux list-panes -a, all formats, JSON, at {panes} panes": len(  # tmux: a label
             _all_fields_listing(world)
         ),
     }
