@@ -15,26 +15,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.tmuxbin import before_new_session
-from tests.tmuxtest import TmuxServer
+from tests.tmuxtest import TmuxServer, poll
 from tmuxlocd.cli import NoDaemon, raw_request
 
 PYTHON = sys.executable
 SCRIPT = str(Path(sys.executable).parent / "tmuxlocd")
 REPO = str(Path(__file__).resolve().parent.parent)
-
-
-def poll(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` every 10 ms until it is true; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.01)
 
 
 @dataclass(frozen=True)

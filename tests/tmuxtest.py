@@ -171,20 +171,51 @@ class TmuxServer:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------------------------
+# Waiting: on a condition, with a deadline, never a blind sleep.  One rule for both kinds of
+# caller: the predicate is tried first, then every ``interval`` until ``timeout`` seconds
+# have passed, and then the failure names what was awaited.
+
+
+class _Deadline:
+    def __init__(self, timeout: float, what: str) -> None:
+        self.timeout = timeout
+        self.what = what
+        self.end = time.monotonic() + timeout
+
+    def check(self) -> None:
+        if time.monotonic() > self.end:
+            raise AssertionError(f"timed out after {self.timeout} s waiting for {self.what}")
+
+
 async def wait_until(
     predicate: Callable[[], bool | Awaitable[bool]],
     timeout: float = 10.0,
-    interval: float = 0.01,
     what: str = "condition",
+    *,
+    interval: float = 0.01,
 ) -> None:
-    """Poll ``predicate`` until it is true; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    """Poll ``predicate`` (plain or async) until it is true; fail after ``timeout`` s."""
+    deadline = _Deadline(timeout, what)
     while True:
         result = predicate()
         if not isinstance(result, bool):
             result = await result
         if result:
             return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        deadline.check()
         await asyncio.sleep(interval)
+
+
+def poll(
+    predicate: Callable[[], bool],
+    timeout: float = 10.0,
+    what: str = "condition",
+    *,
+    interval: float = 0.01,
+) -> None:
+    """``wait_until`` for code outside an event loop (it blocks)."""
+    deadline = _Deadline(timeout, what)
+    while not predicate():
+        deadline.check()
+        time.sleep(interval)

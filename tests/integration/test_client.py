@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import PYTHON, Daemon, Rig, poll
-from tests.tmuxtest import TMUX
+from tests.daemontest import PYTHON, Daemon, Rig
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.client import (
     AsyncClient,
     Client,

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.daemontest import REPO, SCRIPT, Daemon, Rig, poll
-from tests.tmuxtest import TMUX
+from tests.daemontest import REPO, SCRIPT, Daemon, Rig
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.install import this_hook
 
 pytestmark = [

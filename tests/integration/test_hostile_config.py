@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.daemontest import Daemon, Rig, poll, run_cli
-from tests.tmuxtest import TMUX
+from tests.daemontest import Daemon, Rig, run_cli
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.client import Client, SyncFailedError
 from tmuxlocd.spelling import spellings
 

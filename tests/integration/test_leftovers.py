@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import Daemon, Rig, poll
-from tests.tmuxtest import TMUX
+from tests.daemontest import Daemon, Rig
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.observer import HOOK_INDEX
 
 pytestmark = [

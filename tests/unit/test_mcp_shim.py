@@ -106,7 +106,7 @@ class FakeClient:
 
 async def settled(live: shim.Live, client: FakeClient) -> None:
     """Until every queued event was consumed and no notification is pending."""
-    await wait_until(lambda: client.drained() and not live._pending, 5.0, 0.005, "quiet")
+    await wait_until(lambda: client.drained() and not live._pending, 5.0, "quiet", interval=0.005)
 
 
 def snapshot(*locations: Location) -> SnapshotEvent:
