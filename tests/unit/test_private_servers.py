@@ -167,3 +167,22 @@ def test_the_scan_finds_what_it_should(tmp_path: Path, source: str, bad: bool) -
         assert bool(findings(path)) == bad
     finally:
         path.unlink()
+
+
+def test_no_unit_test_starts_tmux() -> None:
+    """Tests that start tmux live in ``tests/integration`` (all marked ``integration``, so the
+    per-version CI runs select them); ``tests/unit`` and ``tests/api`` never run tmux."""
+    for path in sorted((ROOT / "tests" / "unit").glob("*.py")) + sorted(
+        (ROOT / "tests" / "api").glob("*.py")
+    ):
+        if path == THIS:
+            continue
+        source = path.read_text()
+        assert "capture_layouts" not in source and "TmuxServer" not in source, path
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and (
+                (_func_name(node) in SPAWNERS and node.args and names_tmux(node.args[0]))
+                or (_func_name(node) == "which" and node.args and names_tmux(node.args[0]))
+            ):
+                raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno} runs tmux")
