@@ -8,6 +8,7 @@ socket in the same directory, and its configuration directory is empty.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,3 +185,33 @@ def run_cli(
         stdin=subprocess.DEVNULL,
         cwd=REPO,
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The one way tests get a rig and a daemon (the fixtures of tests/integration/conftest.py, and
+# the module-scoped fixtures of the modules that share one across their tests).
+
+
+@contextlib.contextmanager
+def private_rig(*, start: bool = False, split: bool = False) -> Iterator[Rig]:
+    """A private rig, cleaned up after: its server started if ``start`` (window ``main``),
+    split into ``%0`` left and ``%1`` right if ``split``."""
+    rig = Rig()
+    try:
+        if start or split:
+            rig.start_tmux()
+        if split:
+            rig.tmux.run("split-window", "-h", "-t", "main")
+        yield rig
+    finally:
+        rig.cleanup()
+
+
+@contextlib.contextmanager
+def running_daemon(rig: Rig) -> Iterator[Daemon]:
+    """A daemon on ``rig``, answering; it must stop cleanly (exit 0) after."""
+    d = Daemon(rig).wait_ready()
+    try:
+        yield d
+    finally:
+        assert d.stop() == 0, d.logs()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig, run_cli
+from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig, private_rig, run_cli, running_daemon
 from tests.tmuxtest import TMUX
 
 pytestmark = [
@@ -29,23 +29,15 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        rig.start_tmux()
-        rig.tmux.run("split-window", "-h", "-t", "main")  # main: %0 left, %1 right
+    with private_rig(split=True) as rig:  # main: %0 left, %1 right
         rig.tmux.run("rename-window", "-t", "@0", "main0")
         yield rig
-    finally:
-        rig.cleanup()
 
 
 @pytest.fixture(scope="module")
 def daemon(rig: Rig) -> Iterator[Daemon]:
-    d = Daemon(rig).wait_ready()
-    try:
+    with running_daemon(rig) as d:
         yield d
-    finally:
-        assert d.stop() == 0, d.logs()
 
 
 def where_cmd(*args: str) -> str:

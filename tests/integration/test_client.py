@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import PYTHON, Daemon, Rig
+from tests.daemontest import PYTHON, Daemon, Rig, private_rig, running_daemon
 from tests.tmuxtest import TMUX, poll
 from tmuxlocd.client import (
     AsyncClient,
@@ -34,22 +34,14 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        rig.start_tmux()
-        rig.tmux.run("split-window", "-h", "-t", "main")  # %0 left, %1 right
+    with private_rig(split=True) as rig:  # %0 left, %1 right
         yield rig
-    finally:
-        rig.cleanup()
 
 
 @pytest.fixture(scope="module")
 def daemon(rig: Rig) -> Iterator[Daemon]:
-    d = Daemon(rig).wait_ready()
-    try:
+    with running_daemon(rig) as d:
         yield d
-    finally:
-        assert d.stop() == 0, d.logs()
 
 
 class Proxy:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemontest import REPO, SCRIPT, Daemon, Rig
+from tests.daemontest import REPO, SCRIPT, Daemon, Rig, private_rig
 from tests.tmuxtest import TMUX, poll
 from tmuxlocd.install import this_hook
 
@@ -164,21 +164,8 @@ class Agent:
 
 @pytest.fixture
 def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        rig.start_tmux()
+    with private_rig(start=True) as rig:
         yield rig
-    finally:
-        rig.cleanup()
-
-
-@pytest.fixture
-def daemon(rig: Rig) -> Iterator[Daemon]:
-    d = Daemon(rig).wait_ready()
-    try:
-        yield d
-    finally:
-        assert d.stop() == 0, d.logs()
 
 
 @pytest.fixture(params=["daemon", "no daemon"])

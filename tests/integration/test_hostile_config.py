@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,15 +30,6 @@ pytestmark = [
 ]
 
 CONVERGE = 3.0  # seconds: from tmux answering sanely again to the model being right
-
-
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        yield rig
-    finally:
-        rig.cleanup()
 
 
 def curl(daemon: Daemon, method: str, path: str, timeout: float = 30.0) -> tuple[int, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,15 +26,6 @@ pytestmark = [
     pytest.mark.skipif(TMUX is None, reason="needs tmux"),
     pytest.mark.timeout(60),
 ]
-
-
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        yield rig
-    finally:
-        rig.cleanup()
 
 
 def waiters(socket_path: str) -> list[int]:
