@@ -11,12 +11,18 @@ Formatting: JSON files are written back with their own indentation, key order an
 newline (byte for byte what they were when they were written as ``JSON.stringify(x, null,
 2)`` is, as these harnesses write them); TOML (``~/.codex/config.toml``) is edited with
 ``tomlkit``, which keeps comments, ordering and spacing.
+
+``tmuxlocd install systemd`` writes the user units shipped in the package
+(``tmuxlocd/data/tmuxlocd.service`` and ``.socket``) to ``~/.config/systemd/user/``.  A unit
+already there that differs from the packaged one is never overwritten (nor removed): the
+diff is shown and the command fails, for the user to merge by hand.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
+import importlib.resources
 import json
 import os
 import re
@@ -473,6 +479,11 @@ def run(
     hook: Sequence[str] | None = None,
     out: Callable[[str], None] = print,
 ) -> int:
+    if harness == "systemd":
+        if project:
+            out("tmuxlocd: systemd units are the user's; --project does not apply")
+            return 2
+        return run_systemd(dry_run=dry_run, remove=remove, home=home, out=out)
     if harness not in HARNESSES:
         out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
         return 2
@@ -503,3 +514,78 @@ def run(
     for step in next_steps(harness, project, exe, remove):
         out(f"next: {step}")
     return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# systemd user units
+
+
+SYSTEMD_UNITS = ("tmuxlocd.service", "tmuxlocd.socket")
+
+
+def packaged_file(name: str) -> str:
+    """A file shipped in ``tmuxlocd/data/`` (the units, the tmux hooks snippet)."""
+    return importlib.resources.files("tmuxlocd").joinpath("data", name).read_text("utf-8")
+
+
+def systemd_user_dir(home: Path, env: dict[str, str]) -> Path:
+    config = env.get("XDG_CONFIG_HOME") or str(home / ".config")
+    return Path(config) / "systemd" / "user"
+
+
+def plan_units(
+    texts: dict[Path, str], unit_dir: Path, *, remove: bool
+) -> tuple[list[FilePlan], list[Path]]:
+    """(the files to write or delete, the units left alone because they differ)."""
+    plans: list[FilePlan] = []
+    differ: list[Path] = []
+    for name in SYSTEMD_UNITS:
+        path = unit_dir / name
+        ours, now = packaged_file(name), texts.get(path, "")
+        if now and now != ours:
+            differ.append(path)
+        elif remove:
+            plans.append(FilePlan(path, now, "", []))
+        else:
+            plans.append(FilePlan(path, now, ours, []))
+    return plans, differ
+
+
+def run_systemd(
+    *,
+    dry_run: bool = False,
+    remove: bool = False,
+    home: Path | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
+    unit_dir = systemd_user_dir(home or Path.home(), dict(os.environ))
+    try:
+        texts = {unit_dir / n: _read(unit_dir / n) for n in SYSTEMD_UNITS}
+    except InstallError as exc:
+        out(f"tmuxlocd: {exc}")
+        return 1
+    plans, differ = plan_units(texts, unit_dir, remove=remove)
+    for path in differ:
+        out(f"tmuxlocd: {path} differs from the unit this tmuxlocd ships; left untouched "
+            f"({'remove' if remove else 'merge'} it by hand):")
+        ours = FilePlan(path, texts[path], packaged_file(path.name), [])
+        out(diff(ours).rstrip("\n"))
+    for plan in plans:
+        if not plan.changed:
+            out(f"unchanged: {plan.path}" if plan.before else f"not installed: {plan.path}")
+        elif dry_run:
+            out(diff(plan).rstrip("\n"))
+        else:
+            _write(plan.path, plan.after)
+            out(f"{'removed' if remove else 'written'}: {plan.path}")
+    if dry_run:
+        out("(dry run: nothing written)")
+    elif remove:
+        out("next: systemctl --user disable --now tmuxlocd.socket tmuxlocd.service; "
+            "systemctl --user daemon-reload")
+    else:
+        out("next: systemctl --user daemon-reload && systemctl --user enable --now "
+            "tmuxlocd.socket")
+        out("next: the service runs %h/.local/bin/tmuxlocd (pipx, pip install --user); "
+            f"this one is {' '.join(this_tmuxlocd())}: edit ExecStart if they differ")
+    return 1 if differ else 0

@@ -1,4 +1,5 @@
-"""hooks/tmux.conf.snippet sourced into a private tmux server, next to a daemon that installs
+"""The hooks snippet (tmuxlocd/data/tmux.conf.snippet; hooks/ links to it) sourced into a
+private tmux server, next to a daemon that installs
 no hooks of its own: the snippet's hooks call ``tmuxlocd notify`` and the change reaches a
 subscriber; the user's own hooks stay where they were."""
 
@@ -22,7 +23,7 @@ pytestmark = [
     pytest.mark.skipif(TMUX is None, reason="needs tmux"),
 ]
 
-SNIPPET = Path(REPO) / "hooks" / "tmux.conf.snippet"
+SNIPPET = Path(REPO) / "tmuxlocd" / "data" / "tmux.conf.snippet"  # also hooks/, a link
 INDEX = 7742
 
 # Every location-relevant hook of tmux 3.2-3.5 (see the snippet's comments).

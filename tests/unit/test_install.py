@@ -339,3 +339,57 @@ def test_the_default_hook_replaces_an_older_form(env: Env) -> None:
     hooks = hooks_of(env.home / ".claude" / "settings.json")
     commands = [g["hooks"][0]["command"] for g in hooks["UserPromptSubmit"]]
     assert len(commands) == 1 and " -S " in commands[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# systemd: the packaged user units.
+
+
+def test_systemd_units_are_packaged_and_linked_from_the_top_level() -> None:
+    from tmuxlocd.install import packaged_file
+
+    for name, top in [("tmuxlocd.service", "systemd"), ("tmuxlocd.socket", "systemd"),
+                      ("tmux.conf.snippet", "hooks")]:
+        assert packaged_file(name) == (Path(REPO) / top / name).read_text()
+
+
+def test_systemd_install_dry_run_remove(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmuxlocd.install import packaged_file
+
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    units = env.home / ".config" / "systemd" / "user"
+    assert env.run("systemd", dry_run=True) == 0
+    assert not units.exists() and env.lines[-1] == "(dry run: nothing written)"
+    assert any("+ExecStart=%h/.local/bin/tmuxlocd serve" in line for line in env.lines)
+    assert env.run("systemd") == 0
+    for name in ("tmuxlocd.service", "tmuxlocd.socket"):
+        assert (units / name).read_text() == packaged_file(name)
+    assert env.run("systemd") == 0
+    assert sum(line.startswith("unchanged: ") for line in env.lines) == 2
+    assert env.run("systemd", remove=True) == 0
+    assert sorted(units.iterdir()) == []
+    assert env.run("systemd", remove=True) == 0
+    assert sum(line.startswith("not installed: ") for line in env.lines) == 2
+
+
+def test_systemd_never_overwrites_or_removes_a_unit_that_differs(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(env.home / "cfg"))
+    units = env.home / "cfg" / "systemd" / "user"
+    units.mkdir(parents=True)
+    mine = "[Service]\nExecStart=/opt/bin/tmuxlocd serve\n"
+    (units / "tmuxlocd.service").write_text(mine)
+    assert env.run("systemd") == 1
+    assert (units / "tmuxlocd.service").read_text() == mine  # untouched
+    assert (units / "tmuxlocd.socket").exists()  # the other one is written
+    assert any("differs from the unit this tmuxlocd ships" in line for line in env.lines)
+    assert any(line.startswith("-ExecStart=/opt/bin/tmuxlocd") for line in
+               "\n".join(env.lines).splitlines())
+    assert env.run("systemd", remove=True) == 1
+    assert (units / "tmuxlocd.service").read_text() == mine
+    assert not (units / "tmuxlocd.socket").exists()
+
+
+def test_systemd_has_no_project_form(env: Env) -> None:
+    assert env.run("systemd", project=True) == 2
