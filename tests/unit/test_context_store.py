@@ -58,7 +58,7 @@ def test_a_failed_write_leaves_the_old_state_and_no_temporary_file(
     def full(fd: int, data: bytes) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(context.os, "write", full)
+    monkeypatch.setattr("tmuxlocd.context.os.write", full)
     assert not store.save("claude-s", State(2, 3, '"f"', A))
     monkeypatch.undo()
     assert store.load("claude-s") == State(1, 2, '"e"', A)

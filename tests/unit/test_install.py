@@ -146,7 +146,7 @@ def test_a_new_floor_replaces_the_hooks(env: Env) -> None:
 # Existing files.
 
 
-CLAUDE = {
+CLAUDE: dict[str, Any] = {
     "model": "opus",
     "permissions": {"allow": ["Bash(git status)"]},
     "hooks": {
@@ -294,9 +294,9 @@ def test_commands_are_recognised_however_quoted() -> None:
                     "tmuxlocd context codex --min-interval-ms 5",
                     '"/x/tmuxlocd" context claude'):
         assert is_ours(command)
-    for command in ("tmuxlocd where", "mytmuxlocd context claude", "tmuxlocd context vim",
-                    "echo tmuxlocd", None, 3):
-        assert not is_ours(command)
+    for other in ("tmuxlocd where", "mytmuxlocd context claude", "tmuxlocd context vim",
+                  "echo tmuxlocd", None, 3):
+        assert not is_ours(other)
     assert hook_command(["/a b/tmuxlocd", "context"], "claude", 250) == (
         "'/a b/tmuxlocd' context claude --min-interval-ms 250"
     )

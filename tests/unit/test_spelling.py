@@ -76,10 +76,10 @@ def test_alias_lists_as_tmux_prints_them() -> None:
         "info=show-messages -JT", "choose-window=choose-tree -w",
         "choose-session=choose-tree -s", "list-panes=display-message -p hijacked",
     ]
-    assert parse_alias_names(lines) == {
+    assert parse_alias_names(lines) == frozenset({
         "split-pane", "splitp", "server-info", "info", "choose-window", "choose-session",
         "list-panes",
-    }
+    })
     assert parse_alias_names([]) == frozenset()
     assert parse_alias_names([""]) == frozenset()
 
