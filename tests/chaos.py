@@ -44,8 +44,8 @@ from tests.soak import (
     describe_diff,
     read_truth,
     tmux_ok,
-    wait_until,
 )
+from tests.tmuxtest import wait_until
 
 KINDS = ("error", "delay", "truncate", "drop", "noise", "hang")
 SOFT_KINDS = ("error", "delay", "truncate", "drop", "noise")  # each costs no deadline
