@@ -57,7 +57,7 @@ async def _spawn_keeping_tty(
 def use_spawn(spawn: str) -> None:
     """``tty``: a plain child (as most agent hosts start servers); ``setsid``: the SDK's own
     way, a new session with no controlling tty."""
-    mcp_stdio._create_platform_compatible_process = (  # type: ignore[assignment]
+    mcp_stdio._create_platform_compatible_process = (
         _spawn_keeping_tty if spawn == "tty" else _SDK_SPAWN
     )
 

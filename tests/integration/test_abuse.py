@@ -180,9 +180,9 @@ def env() -> Iterator[Env]:
         yield e
         e.alive()
         assert rss_kib(proc.pid) < e.rss0 + 40 * 1024, "daemon memory grew"
-        log = e.log()
-        assert " ERROR " not in log and "Traceback" not in log, (
-            "the daemon logged errors:\n" + log[log.find(" ERROR ") - 30 :][:3000]
+        text = e.log()
+        assert " ERROR " not in text and "Traceback" not in text, (
+            "the daemon logged errors:\n" + text[text.find(" ERROR ") - 30 :][:3000]
         )
     finally:
         proc.terminate()
@@ -413,7 +413,7 @@ INTERESTING = ["", "0", "1", "-1", "00", "01", "self", "%1", "@1", "$1", "@0", "
 VALUE = st.one_of(
     st.sampled_from(INTERESTING),
     st.integers(min_value=-(10**12), max_value=10**12).map(str),
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=20),
     st.binary(max_size=12).map(lambda b: b.decode("latin-1")),
 )
 ENDPOINT = st.sampled_from([

@@ -160,7 +160,7 @@ def attached_session(srv: TmuxServer) -> str:
 
 
 # Each operation: (name, function(srv, session) -> None, expected event types (subset)).
-Op = Callable[[TmuxServer, str], None]
+Op = Callable[[TmuxServer, str], object]  # what it returns is not used
 
 
 def split(srv: TmuxServer, s: str) -> None:
@@ -183,7 +183,7 @@ def renumber_setup(srv: TmuxServer, s: str) -> None:
 
 HOSTILE = 'tab\there nl\nhere "dq" \'sq\' $HOME ${x} 日本語 back\\slash'
 
-OPS: list[tuple[str, Callable[[TmuxServer, str], None] | None, Op, set[str]]] = [
+OPS: list[tuple[str, Op | None, Op, set[str]]] = [
     ("split-window", None, split, {"pane.added", "pane.changed"}),
     ("split-window -d", None, split_d, {"pane.added"}),
     ("kill-pane", two_panes, lambda srv, s: srv.run("kill-pane", "-t", f"{s}:0.1"),
