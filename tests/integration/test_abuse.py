@@ -51,8 +51,12 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self.unix_path)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.unix_path)
+        except BaseException:
+            sock.close()  # no daemon yet: not left for the garbage collector (ResourceWarning)
+            raise
         self.sock = sock
 
 
