@@ -65,9 +65,12 @@ class Rig:
     def start_tmux(self, **env: str) -> None:
         """Start the tmux server with this environment (panes and hook jobs inherit it)."""
         subprocess.run(
-            self.tmux.argv(*before_new_session(), "new-session", "-d", "-s", "main", "-x", "160",
-                           "-y", "48"),
-            env=self.env(**env), check=True, timeout=20,
+            self.tmux.argv(
+                *before_new_session(), "new-session", "-d", "-s", "main", "-x", "160", "-y", "48"
+            ),
+            env=self.env(**env),
+            check=True,
+            timeout=20,
         )
         self.tmux.record_pid()
         self.tmux.run("set-option", "-g", "automatic-rename", "off")
@@ -91,8 +94,11 @@ class Rig:
         poll(rc.exists, timeout, f"the command in pane {pane}")
         # The pane closes once its shell exits: wait for that, then let a running daemon
         # catch up (POST /v1/sync is a barrier), so the next test starts from a known layout.
-        poll(lambda: pane not in self.tmux.run("list-panes", "-a", "-F", "#{pane_id}").split(),
-             timeout, f"pane {pane} to close")
+        poll(
+            lambda: pane not in self.tmux.run("list-panes", "-a", "-F", "#{pane_id}").split(),
+            timeout,
+            f"pane {pane} to close",
+        )
         self.sync()
         return PaneRun(pane, tty, int(rc.read_text()), out.read_text(), err.read_text())
 
@@ -111,13 +117,26 @@ class Daemon:
         self.socket = rig.daemon_socket
         self.log = rig.root / f"daemon-{time.monotonic_ns()}.log"
         argv = [
-            PYTHON, "-m", "tmuxlocd", "serve", "-S", rig.tmux.socket_path,
-            "--listen", f"unix:{rig.daemon_socket}", "--log-level", "debug", *args,
+            PYTHON,
+            "-m",
+            "tmuxlocd",
+            "serve",
+            "-S",
+            rig.tmux.socket_path,
+            "--listen",
+            f"unix:{rig.daemon_socket}",
+            "--log-level",
+            "debug",
+            *args,
         ]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                argv, env=dict(env) if env is not None else rig.env(), stdout=log,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
+                argv,
+                env=dict(env) if env is not None else rig.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO,
             )
 
     @classmethod
@@ -137,8 +156,13 @@ class Daemon:
         self.log = rig.root / f"daemon-{time.monotonic_ns()}.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=REPO, pass_fds=tuple(pass_fds),
+                list(argv),
+                env=dict(env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO,
+                pass_fds=tuple(pass_fds),
             )
         return self
 

@@ -93,9 +93,15 @@ def server_pid(argv: list[str]) -> int | None:
     """The pid of the server ``argv`` (a tmux command line minus the command) talks to."""
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     try:
-        out = subprocess.run([*argv, "display-message", "-p", "#{pid}"], capture_output=True,
-                             text=True, env=env, timeout=10, check=False,
-                             stdin=subprocess.DEVNULL).stdout.strip()
+        out = subprocess.run(
+            [*argv, "display-message", "-p", "#{pid}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=10,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        ).stdout.strip()
     except subprocess.TimeoutExpired:
         return None
     return int(out) if out.isdigit() else None
@@ -129,8 +135,17 @@ class TmuxServer:
         return proc.stdout
 
     def start(self, session: str = "main", *, width: int = 160, height: int = 48) -> None:
-        self.run(*before_new_session(), "new-session", "-d", "-s", session, "-x", str(width),
-                 "-y", str(height))
+        self.run(
+            *before_new_session(),
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+        )
         self.record_pid()
         # Keep tests deterministic: no automatic renames as shells start.
         self.run("set-option", "-g", "automatic-rename", "off")
@@ -150,7 +165,9 @@ class TmuxServer:
 
     def pane_rows(self) -> set[tuple[str, ...]]:
         out = self.run(
-            "list-panes", "-a", "-F",
+            "list-panes",
+            "-a",
+            "-F",
             "#{pane_id} #{window_id} #{pane_index} #{pane_active} #{pane_tty} #{pane_pid} "
             "#{pane_left} #{pane_top} #{pane_width} #{pane_height}",
         )

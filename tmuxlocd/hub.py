@@ -208,9 +208,7 @@ class Hub:
         return self.journal.since(seq)
 
     def snapshot(self, predicate: Callable[[Location], bool] | None = None) -> SnapshotEvent:
-        panes = tuple(
-            loc for loc in self.all_locations() if predicate is None or predicate(loc)
-        )
+        panes = tuple(loc for loc in self.all_locations() if predicate is None or predicate(loc))
         return SnapshotEvent(id=self.event_id(), time=self._clock(), panes=panes)
 
     def marker(self, kind: Literal["reset", "lagged"]) -> Reset | Lagged:

@@ -227,9 +227,14 @@ class StreamCore:
                 if self.selection.matches(loc):
                     return True
                 # It may have left the selection: the stream decides with what it knows.
-                return self.selection.scoped and (
-                    self.selection.server is None or loc.server.socket_path == self.selection.server
-                ) and any(f in changed for f in ("window.id", "session.id", "links"))
+                return (
+                    self.selection.scoped
+                    and (
+                        self.selection.server is None
+                        or loc.server.socket_path == self.selection.server
+                    )
+                    and any(f in changed for f in ("window.id", "session.id", "links"))
+                )
             case _:
                 return True
 

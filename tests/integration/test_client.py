@@ -206,10 +206,15 @@ def test_accept_ancestor_from_a_process_without_tty(rig: Rig, daemon: Daemon) ->
         "print(json.dumps([a.inside_tmux, a.reason, a.caller.ancestor_pane, b.inside_tmux, "
         "b.verified_by, b.location.pane.id if b.location else None]))"
     )
-    run = rig.run_in_pane(f"{PYTHON} -c \"{code}\"")
+    run = rig.run_in_pane(f'{PYTHON} -c "{code}"')
     assert run.rc == 0, run.err
     assert json.loads(run.out) == [
-        False, "no_controlling_tty", run.pane, True, "ancestor", run.pane
+        False,
+        "no_controlling_tty",
+        run.pane,
+        True,
+        "ancestor",
+        run.pane,
     ]
 
 

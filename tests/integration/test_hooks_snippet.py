@@ -121,10 +121,16 @@ def test_snippet_removal_lines(rig: Rig) -> None:
 def test_hooks_without_daemon_are_silent(rig: Rig) -> None:
     rig.tmux.run("source-file", str(SNIPPET))
     rig.tmux.run("split-window", "-d", "-t", "main")
-    poll(lambda: any("--hook after-split-window" in line for line in notify_log(rig)), 10,
-         "the after-split-window hook to run tmuxlocd notify")
-    poll(lambda: any("--hook window-layout-changed" in line for line in notify_log(rig)), 10,
-         "the window-layout-changed hook")
+    poll(
+        lambda: any("--hook after-split-window" in line for line in notify_log(rig)),
+        10,
+        "the after-split-window hook to run tmuxlocd notify",
+    )
+    poll(
+        lambda: any("--hook window-layout-changed" in line for line in notify_log(rig)),
+        10,
+        "the window-layout-changed hook",
+    )
     assert no_pane_in_a_mode(rig)
     assert rig.tmux.run("show-option", "-gv", "@user-split").strip() == "1"  # user hook ran
 

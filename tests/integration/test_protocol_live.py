@@ -216,8 +216,11 @@ def printed(text: str, version: tuple[int, int]) -> str:
     out: list[str] = []
     for i, ch in enumerate(text):
         after = text[i + 1 : i + 2]
-        if ch == "$" and version == (3, 4) and after and (
-            (after.isascii() and after.isalpha()) or after in "_{"
+        if (
+            ch == "$"
+            and version == (3, 4)
+            and after
+            and ((after.isascii() and after.isalpha()) or after in "_{")
         ):
             out.append("\\$")
         elif ch in "\t\n" or " " <= ch < "\x7f" or ch >= "\x80":

@@ -54,11 +54,22 @@ LOC = Location(
     server=ServerRef(socket_path="/tmp/tmux-1000/default", pid=4242),
     session=SessionRef(id="$1", name="work"),
     window=WindowRef(
-        id="@2", index=1, name="editor", active=True, zoomed=False,
+        id="@2",
+        index=1,
+        name="editor",
+        active=True,
+        zoomed=False,
         layout="4c30,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
     ),
     pane=PaneRef(
-        id="%3", index=0, active=True, tty="/dev/pts/5", pid=1234, left=0, top=0, width=79,
+        id="%3",
+        index=0,
+        active=True,
+        tty="/dev/pts/5",
+        pid=1234,
+        left=0,
+        top=0,
+        width=79,
         height=40,
     ),
     neighbors=Neighbors(right=("%4",)),
@@ -102,10 +113,7 @@ def test_percent_encode() -> None:
 
 
 def test_parse_response_content_length() -> None:
-    raw = (
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
-        b"extra"
-    )
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhelloextra"
     resp = cli.parse_response(raw)
     assert (resp.status, resp.headers["content-type"], resp.body) == (200, "text/plain", b"hello")
 
@@ -129,8 +137,10 @@ def test_parse_response_rejects(raw: bytes) -> None:
     ("args", "expected"),
     [
         ([], {}),
-        (["--hook", "h", "--server", "/s", "--target", "%1"],
-         {"hook": "h", "server": "/s", "target": "%1"}),
+        (
+            ["--hook", "h", "--server", "/s", "--target", "%1"],
+            {"hook": "h", "server": "/s", "target": "%1"},
+        ),
         (["--hook=h", "--server=/a=b"], {"hook": "h", "server": "/a=b"}),
         (["--bogus", "--hook", "h", "extra"], {"hook": "h"}),
         (["--hook"], {}),
@@ -229,8 +239,9 @@ def test_notify_sends_its_arguments(tmp_path: Path) -> None:
             conn, _ = srv.accept()
             with conn:
                 seen.append(conn.recv(65536))
-                conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 17\r\n\r\n"
-                             b'{"accepted":true}')
+                conn.sendall(
+                    b'HTTP/1.1 202 Accepted\r\nContent-Length: 17\r\n\r\n{"accepted":true}'
+                )
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -255,7 +266,11 @@ def test_cli_module_imports_nothing_heavy() -> None:
         "'argparse', 'http.client') if m in sys.modules))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
         env={**os.environ, "PYTHONPATH": REPO},
     ).stdout
     assert out.strip() == "[]"
@@ -301,8 +316,13 @@ def test_request_urls() -> None:
 
 def test_events_url() -> None:
     url = client._events_url(
-        pane="self", window=None, session=None, server=None,
-        types=["pane.added", "pane.removed"], fmt="ndjson", min_interval_ms=50,
+        pane="self",
+        window=None,
+        session=None,
+        server=None,
+        types=["pane.added", "pane.removed"],
+        fmt="ndjson",
+        min_interval_ms=50,
         accept_ancestor=True,
     )
     assert url == (
@@ -310,8 +330,14 @@ def test_events_url() -> None:
         "&min_interval_ms=50&accept=ancestor"
     )
     url = client._events_url(
-        pane=None, window="@2", session="$1", server=None, types="pane.changed", fmt="sse",
-        min_interval_ms=None, accept_ancestor=True,
+        pane=None,
+        window="@2",
+        session="$1",
+        server=None,
+        types="pane.changed",
+        fmt="sse",
+        min_interval_ms=None,
+        accept_ancestor=True,
     )
     assert url == "/v1/events?window=2&session=1&types=pane.changed"
 
@@ -365,9 +391,12 @@ def test_error_bodies() -> None:
 
 def test_self_info_decodes_the_wire_form() -> None:
     wire = {
-        "inside_tmux": True, "verified_by": "tty", "reason": None,
+        "inside_tmux": True,
+        "verified_by": "tty",
+        "reason": None,
         "caller": {"pid": 9, "tty": "/dev/pts/5", "env_pane": "%3", "ancestor_pane": "%3"},
-        "location": msgspec.to_builtins(LOC), "future_field": 1,
+        "location": msgspec.to_builtins(LOC),
+        "future_field": 1,
     }
     info = msgspec.json.decode(json.dumps(wire).encode(), type=client.SelfInfo)
     assert info.location == LOC and info.caller.env_pane == "%3"
@@ -417,12 +446,26 @@ def test_tree_lines() -> None:
         {
             "servers": [
                 {
-                    "socket_path": "/s", "pid": 7, "running": True,
-                    "sessions": [{"id": "$1", "name": "work", "windows": [{
-                        "id": "@2", "index": 1, "name": 'a "b"', "active": True,
-                        "zoomed": True, "layout": "x",
-                        "panes": [msgspec.to_builtins(LOC.pane)],
-                    }]}],
+                    "socket_path": "/s",
+                    "pid": 7,
+                    "running": True,
+                    "sessions": [
+                        {
+                            "id": "$1",
+                            "name": "work",
+                            "windows": [
+                                {
+                                    "id": "@2",
+                                    "index": 1,
+                                    "name": 'a "b"',
+                                    "active": True,
+                                    "zoomed": True,
+                                    "layout": "x",
+                                    "panes": [msgspec.to_builtins(LOC.pane)],
+                                }
+                            ],
+                        }
+                    ],
                 },
                 {"socket_path": "/t", "pid": None, "running": False, "sessions": []},
             ]
@@ -526,8 +569,11 @@ def test_parse_query_names_by_tmux_version(version: str, window: str, session: s
     # A window renamed to `$HOME` and a session to `s$x`, as each version prints them: 3.3a
     # stores and prints `\$HOME`; 3.4 stores the same and its output adds a backslash,
     # `\\$HOME`; 3.5 stores `$HOME`, so `\\$HOME` from 3.5 is the name `\$HOME`.
-    printed = {"3.4": ("\\\\$HOME", "s\\\\$x"), "3.3a": ("\\$HOME", "s\\$x"),
-               "3.5a": ("\\\\$HOME", "s\\\\$x")}[version]
+    printed = {
+        "3.4": ("\\\\$HOME", "s\\\\$x"),
+        "3.3a": ("\\$HOME", "s\\$x"),
+        "3.5a": ("\\\\$HOME", "s\\\\$x"),
+    }[version]
     out = "\n".join(
         [
             f"S\t$1\t0\t{printed[1]}",
@@ -565,7 +611,11 @@ def test_direct_where_without_tty(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
     env.update(PYTHONPATH=REPO, TMUX_PANE="%7", TMUX_TMPDIR=str(tmp_path))
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, check=True, cwd=REPO, env=env,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        check=True,
+        cwd=REPO,
+        env=env,
         start_new_session=True,
     ).stdout
     answer = json.loads(out)

@@ -21,11 +21,31 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "tmuxlocd"
 
 CORE = (
-    "protocol", "names", "layout", "model", "location", "events", "answers", "journal",
-    "mirror", "queries", "streams", "spelling", "harness", "errors",
+    "protocol",
+    "names",
+    "layout",
+    "model",
+    "location",
+    "events",
+    "answers",
+    "journal",
+    "mirror",
+    "queries",
+    "streams",
+    "spelling",
+    "harness",
+    "errors",
 )
 SHELL = (
-    "observer", "control", "daemon", "api", "client", "cli", "context", "install", "systemd",
+    "observer",
+    "control",
+    "daemon",
+    "api",
+    "client",
+    "cli",
+    "context",
+    "install",
+    "systemd",
     "mcp",
 )
 FORBIDDEN_EXTERNAL = ("asyncio", "aiohttp", "socket", "subprocess")

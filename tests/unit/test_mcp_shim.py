@@ -29,15 +29,29 @@ SOCKET = "/tmp/tmux-1000/default"
 
 
 def loc(
-    pane: str = "%3", *, window: str = "@2", name: str = "editor", active: bool = True,
-    pid: int = 100, layout: str = "b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
+    pane: str = "%3",
+    *,
+    window: str = "@2",
+    name: str = "editor",
+    active: bool = True,
+    pid: int = 100,
+    layout: str = "b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
 ) -> Location:
     return Location(
         server=ServerRef(socket_path=SOCKET, pid=42),
         session=SessionRef(id="$1", name="work"),
         window=WindowRef(id=window, index=1, name=name, active=True, zoomed=False, layout=layout),
-        pane=PaneRef(id=pane, index=0, active=active, tty="/dev/pts/5", pid=pid,
-                     left=0, top=0, width=79, height=40),
+        pane=PaneRef(
+            id=pane,
+            index=0,
+            active=active,
+            tty="/dev/pts/5",
+            pid=pid,
+            left=0,
+            top=0,
+            width=79,
+            height=40,
+        ),
         neighbors=Neighbors(right=("%4",)),
     )
 
@@ -57,7 +71,8 @@ def test_where_text_in_a_pane() -> None:
 
 def test_where_text_outside_tmux_says_to_ask() -> None:
     info = SelfInfo(
-        inside_tmux=False, reason="no_controlling_tty",
+        inside_tmux=False,
+        reason="no_controlling_tty",
         caller=Caller(pid=1, env_pane="%7", ancestor_pane=None),
     )
     text = shim.where_text(info, live=True)
@@ -70,7 +85,15 @@ def test_window_summary_has_the_daemons_shape() -> None:
     body = json.loads(shim.window_summary([loc("%4"), loc("%3")]))
     assert body["total"] == 2 and body["truncated"] is False
     assert set(body["panes"][0]) == {
-        "id", "index", "active", "left", "top", "width", "height", "window_id", "session_id",
+        "id",
+        "index",
+        "active",
+        "left",
+        "top",
+        "width",
+        "height",
+        "window_id",
+        "session_id",
         "neighbors",
     }
 

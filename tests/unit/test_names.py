@@ -119,8 +119,16 @@ def test_unvis_inverts_tmux_vis(name: str, dollar_rule: bool, escape_utf8: bool)
 
 @pytest.mark.parametrize(
     ("version", "adds"),
-    [("tmux 3.4", True), ("3.4", True), ("tmux 3.3a", False), ("3.5a", False), ("3.5", False),
-     ("tmux 3.2", False), ("next-3.6", False), ("", False)],
+    [
+        ("tmux 3.4", True),
+        ("3.4", True),
+        ("tmux 3.3a", False),
+        ("3.5a", False),
+        ("3.5", False),
+        ("tmux 3.2", False),
+        ("next-3.6", False),
+        ("", False),
+    ],
 )
 def test_output_escapes_dollars(version: str, adds: bool) -> None:
     assert output_escapes_dollars(version) is adds

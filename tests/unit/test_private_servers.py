@@ -34,8 +34,18 @@ SCANNED = sorted(  # this file aside: its probes below are strings that must be 
 )
 MARK = "# tmux: "  # then why the line is not a client of a server it did not start
 SPAWNERS = {
-    "run", "Popen", "call", "check_call", "check_output", "create_subprocess_exec",
-    "execv", "execvp", "execve", "execvpe", "spawnv", "spawnvp",
+    "run",
+    "Popen",
+    "call",
+    "check_call",
+    "check_output",
+    "create_subprocess_exec",
+    "execv",
+    "execvp",
+    "execve",
+    "execvpe",
+    "spawnv",
+    "spawnvp",
 }
 SERVER_FLAGS = {"-S", "-L"}
 # A tmux client in a shell string: ``tmux`` at a word start, its flags, then a command.
@@ -100,9 +110,7 @@ def findings(path: Path) -> list[str]:
         ):
             found.append((node.lineno, "an argument list"))
         elif (
-            isinstance(node, ast.Call)
-            and _func_name(node) in SPAWNERS
-            and argv_problem(node.args)
+            isinstance(node, ast.Call) and _func_name(node) in SPAWNERS and argv_problem(node.args)
         ):
             found.append((node.lineno, f"{_func_name(node)}()"))
         elif (

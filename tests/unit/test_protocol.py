@@ -562,4 +562,3 @@ def test_command_quotes_every_argument() -> None:
 def test_command_refuses(args: tuple[str, ...]) -> None:
     with pytest.raises(ValueError):
         command(*args)
-
