@@ -30,12 +30,18 @@ def machine_facts(res: Results) -> None:
     if git is not None:
         repo = Path(__file__).resolve().parent.parent
         head = subprocess.run(
-            [git, "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True,
+            [git, "rev-parse", "--short", "HEAD"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
             check=False,
         ).stdout.strip()
         dirty = subprocess.run(
-            [git, "status", "--porcelain", "--", "tmuxlocd"], cwd=repo, capture_output=True,
-            text=True, check=False,
+            [git, "status", "--porcelain", "--", "tmuxlocd"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=False,
         ).stdout.strip()
         if head:
             res.facts["commit"] = head + (" (tmuxlocd/ with local changes)" if dirty else "")
@@ -43,10 +49,17 @@ def machine_facts(res: Results) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true",
-                        help="10 panes, few iterations: seconds in total (smoke test)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "RESULTS.md",
-                        help="where to write the results (Markdown)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="10 panes, few iterations: seconds in total (smoke test)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).parent / "RESULTS.md",
+        help="where to write the results (Markdown)",
+    )
     parser.add_argument("--sizes", help="pane counts, comma-separated (default 10,100,1000)")
     args = parser.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else None

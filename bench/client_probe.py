@@ -101,8 +101,15 @@ def job_curl(job: Job) -> Job:
     for i in range(job["warmup"] + job["n"]):
         for t in job["targets"]:
             argv = [
-                "curl", "-s", "-o", os.devnull, "-w", "%{http_code}",
-                "--unix-socket", t["socket"], f"http://localhost{t['path']}",
+                "curl",
+                "-s",
+                "-o",
+                os.devnull,
+                "-w",
+                "%{http_code}",
+                "--unix-socket",
+                t["socket"],
+                f"http://localhost{t['path']}",
             ]
             t0 = time.perf_counter()
             code = _run(argv)

@@ -47,27 +47,64 @@ def one_size(tmux: str, panes: int, n: int, warmup: int) -> dict[str, object]:
     daemon: subprocess.Popen[bytes] | None = None
     try:
         # The probe waits for its job file: the daemon must be up first.
-        waiter = ["sh", "-c", f'while [ ! -e {job_path} ]; do sleep 0.05; done; exec "$@"',
-                  "sh", *probe]
+        waiter = [
+            "sh",
+            "-c",
+            f'while [ ! -e {job_path} ]; do sleep 0.05; done; exec "$@"',
+            "sh",
+            *probe,
+        ]
         farm.env["PYTHONPATH"] = str(REPO)
         farm.build(waiter, str(REPO))
         probe_pane = next(p for p in farm.panes() if p["window_name"] == "probe")
         daemon = subprocess.Popen(
-            [sys.executable, "-m", "tmuxlocd", "serve", "-S", farm.socket,
-             "--listen", f"unix:{daemon_sock}"],
-            env={**farm.env, "TMUXLOCD_SOCKET": daemon_sock}, cwd=REPO,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "tmuxlocd",
+                "serve",
+                "-S",
+                farm.socket,
+                "--listen",
+                f"unix:{daemon_sock}",
+            ],
+            env={**farm.env, "TMUXLOCD_SOCKET": daemon_sock},
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_for(lambda: os.path.exists(daemon_sock), 30, "the daemon's socket")
-        subprocess.run(["curl", "-sf", "-o", os.devnull, "-X", "POST", "--unix-socket",
-                        daemon_sock, "http://localhost/v1/sync"], check=True, timeout=30)
+        subprocess.run(
+            [
+                "curl",
+                "-sf",
+                "-o",
+                os.devnull,
+                "-X",
+                "POST",
+                "--unix-socket",
+                daemon_sock,
+                "http://localhost/v1/sync",
+            ],
+            check=True,
+            timeout=30,
+        )
         job = {
-            "launchers": {"tmuxlocd context": [SCRIPT, "context"],
-                          "python -S context.py": this_hook()},
-            "direct_form": "python -S context.py", "tmux": tmux, "server": farm.socket,
+            "launchers": {
+                "tmuxlocd context": [SCRIPT, "context"],
+                "python -S context.py": this_hook(),
+            },
+            "direct_form": "python -S context.py",
+            "tmux": tmux,
+            "server": farm.socket,
             "daemon": daemon_sock,
-            "no_daemon": str(work / "nobody" / "d.sock"), "pane": probe_pane["pane_id"],
-            "window": probe_pane["window_id"], "fmt": SELF_FORMAT, "n": n, "warmup": warmup,
+            "no_daemon": str(work / "nobody" / "d.sock"),
+            "pane": probe_pane["pane_id"],
+            "window": probe_pane["window_id"],
+            "fmt": SELF_FORMAT,
+            "n": n,
+            "warmup": warmup,
         }
         tmp = job_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(job))
@@ -112,8 +149,10 @@ def render(results: dict[int, dict[str, object]], facts: dict[str, object]) -> s
         lines += [
             f"## {panes} panes",
             "",
-            ("| what | p50 | p99 | p50 / `python -c pass` | stdout bytes (p50) | "
-             "bytes to the model (p50) |"),
+            (
+                "| what | p50 | p99 | p50 / `python -c pass` | stdout bytes (p50) | "
+                "bytes to the model (p50) |"
+            ),
             "|---|---|---|---|---|---|",
         ]
         for name, values in samples.items():
@@ -142,13 +181,21 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [10] if args.quick else [int(s) for s in args.sizes.split(",")]
     n, warmup = (8, 2) if args.quick else (args.n, 5)
     facts: dict[str, object] = {
-        "tmux": subprocess.run([tmux, "-V"], capture_output=True, text=True,
-                               check=True).stdout.strip().removeprefix("tmux "),
-        "python": sys.version.split()[0], "cores": os.cpu_count(),
-        "date": time.strftime("%Y-%m-%d %H:%M %Z"), "samples": n,
+        "tmux": subprocess.run([tmux, "-V"], capture_output=True, text=True, check=True)
+        .stdout.strip()
+        .removeprefix("tmux "),
+        "python": sys.version.split()[0],
+        "cores": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "samples": n,
     }
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                          capture_output=True, text=True, check=False).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     if head:
         facts["commit"] = head
     # As an installed package has them (pip compiles on install); the environment may say

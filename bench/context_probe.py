@@ -42,27 +42,52 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     names = iter(range(10**9))
 
     def event(name: str, session: str, **extra: Any) -> bytes:
-        data = {"session_id": session, "transcript_path": "/dev/null", "cwd": "/",
-                "hook_event_name": name, **extra}
+        data = {
+            "session_id": session,
+            "transcript_path": "/dev/null",
+            "cwd": "/",
+            "hook_event_name": name,
+            **extra,
+        }
         return json.dumps(data).encode()
 
     def prompt(session: str) -> bytes:
         return event("UserPromptSubmit", session, prompt="which pane is below?")
 
     def tool(session: str) -> bytes:
-        return event("PostToolUse", session, tool_name="Bash",
-                     tool_input={"command": "tmux break-pane"}, tool_response={"stdout": ""})
+        command = "tmux break-pane"  # tmux: the command a hook reports, never run
+        return event(
+            "PostToolUse",
+            session,
+            tool_name="Bash",
+            tool_input={"command": command},
+            tool_response={"stdout": ""},
+        )
 
     def run(argv: list[str], stdin: bytes | None, env: dict[str, str]) -> bytes:
-        proc = subprocess.run(argv, input=stdin, capture_output=True, env=env, check=True,
-                              timeout=30)
+        proc = subprocess.run(
+            argv, input=stdin, capture_output=True, env=env, check=True, timeout=30
+        )
         if proc.stderr:
             raise RuntimeError(f"{argv}: {proc.stderr!r}")
         return proc.stdout
 
     def sync() -> None:
-        subprocess.run(["curl", "-s", "-o", os.devnull, "-X", "POST", "--unix-socket", daemon,
-                        "http://localhost/v1/sync"], check=True, timeout=30)
+        subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-o",
+                os.devnull,
+                "-X",
+                "POST",
+                "--unix-socket",
+                daemon,
+                "http://localhost/v1/sync",
+            ],
+            check=True,
+            timeout=30,
+        )
 
     def change() -> None:  # not timed: the location changes between two prompts
         subprocess.run([*base, "rename-window", "-t", window, f"w{next(names)}"], check=True)
@@ -72,8 +97,9 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         # The seed's per-turn read: which tty am I on, which tty has $TMUX_PANE, and only if
         # they agree, the fields.
         tty = run(["ps", "-o", "tty=", "-p", str(os.getpid())], None, env_up).strip()
-        pane_tty = run([*base, "display-message", "-p", "-t", pane, "#{pane_tty}"], None,
-                       env_up).strip()
+        pane_tty = run(
+            [*base, "display-message", "-p", "-t", pane, "#{pane_tty}"], None, env_up
+        ).strip()
         if pane_tty != b"/dev/" + tty:
             raise RuntimeError(f"tty check failed: {tty!r} vs {pane_tty!r}")
         return run([*base, "display-message", "-p", "-t", pane, job["fmt"]], None, env_up)
@@ -103,9 +129,11 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         changed[f"{form}: after a tool call, changed"] = bind(hook, tool(f"{form}-tc"), env_up)
         if form == job["direct_form"]:
             unchanged[f"{form}: prompt, unchanged, no daemon"] = bind(
-                hook, prompt(f"{form}-d"), env_down)
+                hook, prompt(f"{form}-d"), env_down
+            )
             changed[f"{form}: prompt, changed, no daemon"] = bind(
-                hook, prompt(f"{form}-dc"), env_down)
+                hook, prompt(f"{form}-dc"), env_down
+            )
     names_all = [*unchanged, *changed]
     samples: dict[str, list[float]] = {name: [] for name in names_all}
     sizes: dict[str, list[int]] = {name: [] for name in names_all}
@@ -125,9 +153,15 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
                 if out and name.startswith(tuple(job["launchers"])):
                     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
                     contexts[name].append(len(context.encode()))
-    return {"baseline": {**{name: "python -c pass" for name in unchanged},
-                         **{name: "python -c pass (second phase)" for name in changed}},
-            "samples": samples, "stdout_bytes": sizes, "context_bytes": contexts}
+    return {
+        "baseline": {
+            **{name: "python -c pass" for name in unchanged},
+            **{name: "python -c pass (second phase)" for name in changed},
+        },
+        "samples": samples,
+        "stdout_bytes": sizes,
+        "context_bytes": contexts,
+    }
 
 
 if __name__ == "__main__":

@@ -86,9 +86,22 @@ async def workload(kind: str, panes: int, seconds: float, nsubs: int, out: Path)
             await subs.connect(daemon.socket, nsubs)
         raw = out / f"{kind}-{panes}.txt"
         spy = await asyncio.create_subprocess_exec(
-            pyspy, "record", "-p", str(daemon.pid), "-d", str(int(seconds) + 2), "-r", "250",
-            "-f", "raw", "-o", str(raw), "--nonblocking", "--gil",
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pyspy,
+            "record",
+            "-p",
+            str(daemon.pid),
+            "-d",
+            str(int(seconds) + 2),
+            "-r",
+            "250",
+            "-f",
+            "raw",
+            "-o",
+            str(raw),
+            "--nonblocking",
+            "--gil",
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         cpu0 = procstat.cpu_seconds(daemon.pid)
         rss0 = procstat.rss_bytes(daemon.pid)
@@ -105,9 +118,11 @@ async def workload(kind: str, panes: int, seconds: float, nsubs: int, out: Path)
                 for pane in (targets.attached_pane, targets.other_pane):
                     gate = Gate()
                     subs.arm(added, gate)
-                    new = (await farm.arun(
-                        "split-window", "-d", "-t", pane, "-P", "-F", "#{pane_id}", *PANE_CMD
-                    )).strip()
+                    new = (
+                        await farm.arun(
+                            "split-window", "-d", "-t", pane, "-P", "-F", "#{pane_id}", *PANE_CMD
+                        )
+                    ).strip()
                     await gate.wait(5)
                     gate = Gate()
                     subs.arm(removed, gate)
@@ -121,9 +136,11 @@ async def workload(kind: str, panes: int, seconds: float, nsubs: int, out: Path)
         cpu = procstat.cpu_seconds(daemon.pid) - cpu0
         rss = procstat.rss_bytes(daemon.pid)
         await spy.wait()
-        print(f"{kind} at {panes} panes: {count} operations in {wall:.1f} s; daemon CPU "
-              f"{cpu:.2f} s ({1000 * cpu / max(count, 1):.2f} ms per operation); "
-              f"RSS {rss0 / 1e6:.1f} -> {rss / 1e6:.1f} MB")
+        print(
+            f"{kind} at {panes} panes: {count} operations in {wall:.1f} s; daemon CPU "
+            f"{cpu:.2f} s ({1000 * cpu / max(count, 1):.2f} ms per operation); "
+            f"RSS {rss0 / 1e6:.1f} -> {rss / 1e6:.1f} MB"
+        )
         if raw.exists():
             print(summarize(raw))
     finally:

@@ -47,8 +47,15 @@ def build_rows(res: Results) -> list[Row]:
         return res.get(name, panes)
 
     def latency_row(
-        ident: str, what: str, panes: int, mine: list[float], other: list[float],
-        other_name: str, goal: str, test: Callable[[float], bool] | None, faster: bool,
+        ident: str,
+        what: str,
+        panes: int,
+        mine: list[float],
+        other: list[float],
+        other_name: str,
+        goal: str,
+        test: Callable[[float], bool] | None,
+        faster: bool,
     ) -> None:
         if not mine or not other:
             return
@@ -59,47 +66,145 @@ def build_rows(res: Results) -> list[Row]:
         else:
             ratio = m / o
             ratio_s = fmt_ratio(ratio)
-        add(Row(ident, what, str(panes), fmt_ms(m), fmt_ms(p99(mine)),
-                f"{other_name} {fmt_ms(o)}", ratio_s, goal,
-                None if test is None else test(ratio)))
+        add(
+            Row(
+                ident,
+                what,
+                str(panes),
+                fmt_ms(m),
+                fmt_ms(p99(mine)),
+                f"{other_name} {fmt_ms(o)}",
+                ratio_s,
+                goal,
+                None if test is None else test(ratio),
+            )
+        )
 
     for p in sizes:
         self_ka = series("B1 keepalive self", p)
-        latency_row("B1", "GET /v1/self, keep-alive", p, self_ka,
-                    series("B1 keepalive floor", p), "floor app", "≤ 1.3× floor",
-                    lambda r: r <= 1.3, faster=False)
+        latency_row(
+            "B1",
+            "GET /v1/self, keep-alive",
+            p,
+            self_ka,
+            series("B1 keepalive floor", p),
+            "floor app",
+            "≤ 1.3× floor",
+            lambda r: r <= 1.3,
+            faster=False,
+        )
         disp_goal = {10: 5.0, 1000: 30.0}.get(p)
         disp_test = None if disp_goal is None else _at_least(disp_goal)
-        latency_row("B1", "GET /v1/self, keep-alive", p, self_ka, series("B1 display", p),
-                    "display-message -p", f"≥ {disp_goal:.0f}× faster" if disp_goal else "",
-                    disp_test, faster=True)
-        latency_row("B1", "GET /v1/self, keep-alive", p, self_ka, series("B1 libtmux", p),
-                    "libtmux Pane.from_pane_id", "", None, faster=True)
-        latency_row("B1", "GET /v1/self, keep-alive", p, self_ka, series("B1 three", p),
-                    "ps + 2× display-message (tty-checked)", "", None, faster=True)
-        latency_row("B1", "GET /v1/self, back to back", p, series("B1 back-to-back self", p),
-                    series("B1 back-to-back floor", p), "floor app", "", None, faster=False)
-        latency_row("B1", "GET /v1/panes/N (no identity), keep-alive", p,
-                    series("B1 keepalive pane", p), series("B1 keepalive floor", p),
-                    "floor app", "", None, faster=False)
-        latency_row("B1", "GET /v1/self, one-shot curl", p, series("B1 curl self", p),
-                    series("B1 curl floor", p), "curl to floor app", "", None, faster=False)
-        latency_row("B1", "GET /v1/self, one-shot curl", p, series("B1 curl self", p),
-                    series("B1 display", p), "display-message -p", "", None, faster=True)
+        latency_row(
+            "B1",
+            "GET /v1/self, keep-alive",
+            p,
+            self_ka,
+            series("B1 display", p),
+            "display-message -p",
+            f"≥ {disp_goal:.0f}× faster" if disp_goal else "",
+            disp_test,
+            faster=True,
+        )
+        latency_row(
+            "B1",
+            "GET /v1/self, keep-alive",
+            p,
+            self_ka,
+            series("B1 libtmux", p),
+            "libtmux Pane.from_pane_id",
+            "",
+            None,
+            faster=True,
+        )
+        latency_row(
+            "B1",
+            "GET /v1/self, keep-alive",
+            p,
+            self_ka,
+            series("B1 three", p),
+            "ps + 2× display-message (tty-checked)",
+            "",
+            None,
+            faster=True,
+        )
+        latency_row(
+            "B1",
+            "GET /v1/self, back to back",
+            p,
+            series("B1 back-to-back self", p),
+            series("B1 back-to-back floor", p),
+            "floor app",
+            "",
+            None,
+            faster=False,
+        )
+        latency_row(
+            "B1",
+            "GET /v1/panes/N (no identity), keep-alive",
+            p,
+            series("B1 keepalive pane", p),
+            series("B1 keepalive floor", p),
+            "floor app",
+            "",
+            None,
+            faster=False,
+        )
+        latency_row(
+            "B1",
+            "GET /v1/self, one-shot curl",
+            p,
+            series("B1 curl self", p),
+            series("B1 curl floor", p),
+            "curl to floor app",
+            "",
+            None,
+            faster=False,
+        )
+        latency_row(
+            "B1",
+            "GET /v1/self, one-shot curl",
+            p,
+            series("B1 curl self", p),
+            series("B1 display", p),
+            "display-message -p",
+            "",
+            None,
+            faster=True,
+        )
 
         for conns, least in ((8, 0.7), (1, None)):
             mine, floor = series(f"B2 {conns} self", p), series(f"B2 {conns} floor", p)
             if mine and floor:
                 r = median(mine) / median(floor)
-                add(Row("B2", f"/v1/self requests/s, {conns} keep-alive client(s)", str(p),
-                        f"{median(mine):,.0f}/s", "", f"floor app {median(floor):,.0f}/s",
-                        fmt_ratio(r), f"≥ {least}× floor" if least else "",
-                        None if least is None else r >= least))
+                add(
+                    Row(
+                        "B2",
+                        f"/v1/self requests/s, {conns} keep-alive client(s)",
+                        str(p),
+                        f"{median(mine):,.0f}/s",
+                        "",
+                        f"floor app {median(floor):,.0f}/s",
+                        fmt_ratio(r),
+                        f"≥ {least}× floor" if least else "",
+                        None if least is None else r >= least,
+                    )
+                )
             cpu, fcpu = series(f"B2 cpu {conns} self", p), series(f"B2 cpu {conns} floor", p)
             if cpu and fcpu:
-                add(Row("B2", f"server CPU per /v1/self request, {conns} client(s)", str(p),
-                        fmt_ms(median(cpu)), "", f"floor app {fmt_ms(median(fcpu))}",
-                        fmt_ratio(median(cpu) / median(fcpu)), "", None))
+                add(
+                    Row(
+                        "B2",
+                        f"server CPU per /v1/self request, {conns} client(s)",
+                        str(p),
+                        fmt_ms(median(cpu)),
+                        "",
+                        f"floor app {fmt_ms(median(fcpu))}",
+                        fmt_ratio(median(cpu) / median(fcpu)),
+                        "",
+                        None,
+                    )
+                )
 
         for where, alt_key, alt_name in (
             ("attached", "cm", "control client %layout-change"),
@@ -121,38 +226,86 @@ def build_rows(res: Results) -> list[Row]:
                     ok = ok and p99(mine) <= 0.040
                 who = "every one of" if nsubs_key > 1 else "the"
                 sess = "the observer's session" if where == "attached" else "another session"
-                add(Row("B3", f"split-window -d in {sess} → {who} {nsubs_key} subscriber(s)",
-                        str(p), fmt_ms(median(mine)), fmt_ms(p99(mine)),
+                add(
+                    Row(
+                        "B3",
+                        f"split-window -d in {sess} → {who} {nsubs_key} subscriber(s)",
+                        str(p),
+                        fmt_ms(median(mine)),
+                        fmt_ms(p99(mine)),
                         f"{alt_name} {fmt_ms(median(alt))}",
-                        f"{delta * 1000:+.2f} ms", goal, ok))
+                        f"{delta * 1000:+.2f} ms",
+                        goal,
+                        ok,
+                    )
+                )
                 if nsubs_key > 1:
                     first = series(f"{label} first", p)
                     if first:
-                        add(Row("B3", f"… the first of {nsubs_key} subscribers", str(p),
-                                fmt_ms(median(first)), fmt_ms(p99(first)),
+                        add(
+                            Row(
+                                "B3",
+                                f"… the first of {nsubs_key} subscribers",
+                                str(p),
+                                fmt_ms(median(first)),
+                                fmt_ms(p99(first)),
                                 f"{alt_name} {fmt_ms(median(alt))}",
-                                f"{(median(first) - median(alt)) * 1000:+.2f} ms", "", None))
+                                f"{(median(first) - median(alt)) * 1000:+.2f} ms",
+                                "",
+                                None,
+                            )
+                        )
 
     heavy = max(sizes) if sizes else 0
     rss = _fact(res, f"B4 RSS@{heavy}")
     nsubs = _fact(res, f"B4 subscribers@{heavy}")
     if rss is not None:
-        add(Row("B4", f"daemon RSS with {nsubs} subscribers", str(heavy), fmt_bytes(rss), "",
-                "", "", "≤ 100 MB", rss <= 100 * MB))
+        add(
+            Row(
+                "B4",
+                f"daemon RSS with {nsubs} subscribers",
+                str(heavy),
+                fmt_bytes(rss),
+                "",
+                "",
+                "",
+                "≤ 100 MB",
+                rss <= 100 * MB,
+            )
+        )
     b4 = res.get("B4 keepalive self", heavy)
     small = min(sizes) if sizes else 0
     base = res.get("B1 keepalive self", small)
     if b4 and base:
         r = median(b4) / median(base)
-        add(Row("B4", f"GET /v1/self keep-alive with {nsubs} subscribers", str(heavy),
-                fmt_ms(median(b4)), fmt_ms(p99(b4)),
-                f"same at {small} panes {fmt_ms(median(base))}", fmt_ratio(r),
-                "≤ 1.2×", r <= 1.2))
+        add(
+            Row(
+                "B4",
+                f"GET /v1/self keep-alive with {nsubs} subscribers",
+                str(heavy),
+                fmt_ms(median(b4)),
+                fmt_ms(p99(b4)),
+                f"same at {small} panes {fmt_ms(median(base))}",
+                fmt_ratio(r),
+                "≤ 1.2×",
+                r <= 1.2,
+            )
+        )
         floor = res.get("B4 keepalive floor", heavy)
         if floor:
-            add(Row("B4", f"GET /v1/self keep-alive with {nsubs} subscribers", str(heavy),
-                    fmt_ms(median(b4)), fmt_ms(p99(b4)), f"floor app {fmt_ms(median(floor))}",
-                    fmt_ratio(median(b4) / median(floor)), "", None))
+            add(
+                Row(
+                    "B4",
+                    f"GET /v1/self keep-alive with {nsubs} subscribers",
+                    str(heavy),
+                    fmt_ms(median(b4)),
+                    fmt_ms(p99(b4)),
+                    f"floor app {fmt_ms(median(floor))}",
+                    fmt_ratio(median(b4) / median(floor)),
+                    "",
+                    None,
+                )
+            )
 
     idle = _fact(res, f"B5 idle with daemon@{heavy}")
     base_idle = _fact(res, f"B5 server idle without daemon@{heavy}")
@@ -160,28 +313,69 @@ def build_rows(res: Results) -> list[Row]:
     if idle is not None and base_idle is not None and secs:
         scale = 60.0 / secs
         cpu = (idle["daemon"] + idle["clients"]) * scale
-        add(Row("B5", "daemon CPU (incl. its tmux clients), 60 s idle", str(heavy),
-                f"{cpu:.3f} s", "", f"python {idle['daemon'] * scale:.3f} s + tmux clients "
-                f"{idle['clients'] * scale:.3f} s", "", "≤ 0.3 s", cpu <= 0.3))
+        add(
+            Row(
+                "B5",
+                "daemon CPU (incl. its tmux clients), 60 s idle",
+                str(heavy),
+                f"{cpu:.3f} s",
+                "",
+                f"python {idle['daemon'] * scale:.3f} s + tmux clients "
+                f"{idle['clients'] * scale:.3f} s",
+                "",
+                "≤ 0.3 s",
+                cpu <= 0.3,
+            )
+        )
         extra = (idle["server"] - base_idle) * scale
-        add(Row("B5", "extra tmux-server CPU caused by the daemon, 60 s idle", str(heavy),
-                f"{extra:.3f} s", "", f"server {idle['server'] * scale:.3f} s with, "
-                f"{base_idle * scale:.3f} s without", "", "≤ 0.6 s", extra <= 0.6))
+        add(
+            Row(
+                "B5",
+                "extra tmux-server CPU caused by the daemon, 60 s idle",
+                str(heavy),
+                f"{extra:.3f} s",
+                "",
+                f"server {idle['server'] * scale:.3f} s with, {base_idle * scale:.3f} s without",
+                "",
+                "≤ 0.6 s",
+                extra <= 0.6,
+            )
+        )
 
     for p in sizes:
         text = _fact(res, f"B6 self text@{p}")
         if text is not None:
-            add(Row("B6", "/v1/self?format=text (window of 4 panes)", str(p), f"{text} B", "",
-                    "", "", "≤ 300 B", text <= 300))
+            add(
+                Row(
+                    "B6",
+                    "/v1/self?format=text (window of 4 panes)",
+                    str(p),
+                    f"{text} B",
+                    "",
+                    "",
+                    "",
+                    "≤ 300 B",
+                    text <= 300,
+                )
+            )
         summ = _fact(res, f"B6 summary@{p}")
         if summ is not None:
             dump = _fact(res, f"B6 dump location fields@{p}")
             lib = _fact(res, f"B6 dump libtmux fields@{p}")
-            add(Row("B6", "/v1/panes?window=self&detail=summary (4 panes)", str(p),
-                    f"{summ} B", "",
+            add(
+                Row(
+                    "B6",
+                    "/v1/panes?window=self&detail=summary (4 panes)",
+                    str(p),
+                    f"{summ} B",
+                    "",
                     f"list-panes -a as JSON: {fmt_bytes(dump)} (location fields), "
                     f"{fmt_bytes(lib)} (libtmux's fields)",
-                    f"{dump / summ:,.0f}× smaller", "≤ 1.5 KB", summ <= 1536))
+                    f"{dump / summ:,.0f}× smaller",
+                    "≤ 1.5 KB",
+                    summ <= 1536,
+                )
+            )
 
     k = _fact(res, f"B7 split_k@{heavy}")
     extra_rate = 0.0
@@ -200,10 +394,20 @@ def build_rows(res: Results) -> list[Row]:
         # A listing too cheap to register one clock tick cannot be a denominator.
         r = per / listing if listing > 0 else math.nan
         sess = "the observer's session" if label == "attached" else "another session"
-        add(Row("B7", f"tmux-server CPU the daemon spends per split ({sess})", str(heavy),
-                fmt_ms(per), "", f"one list-panes -a (location fields) {fmt_ms(listing)}; "
-                f"with the daemon's own fields {fmt_ms(own_listing)}", fmt_ratio(r),
-                "≤ 0.1×", None if math.isnan(r) else r <= 0.1))
+        add(
+            Row(
+                "B7",
+                f"tmux-server CPU the daemon spends per split ({sess})",
+                str(heavy),
+                fmt_ms(per),
+                "",
+                f"one list-panes -a (location fields) {fmt_ms(listing)}; "
+                f"with the daemon's own fields {fmt_ms(own_listing)}",
+                fmt_ratio(r),
+                "≤ 0.1×",
+                None if math.isnan(r) else r <= 0.1,
+            )
+        )
     return rows
 
 
@@ -261,9 +465,11 @@ def summary(rows: list[Row]) -> str:
         grouped: dict[str, list[str]] = {}
         for r in missed:
             grouped.setdefault(f"{r.id} {r.what}", []).append(r.panes)
-        line += " Missed: " + "; ".join(
-            f"{what} ({', '.join(panes)} panes)" for what, panes in grouped.items()
-        ) + "."
+        line += (
+            " Missed: "
+            + "; ".join(f"{what} ({', '.join(panes)} panes)" for what, panes in grouped.items())
+            + "."
+        )
     return line
 
 
@@ -324,6 +530,15 @@ def render(res: Results) -> str:
     ]
     if res.misses:
         parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
-    parts += [METHOD, "## All series", "", series_table(res), "", "## Facts", "",
-              facts_list(res), ""]
+    parts += [
+        METHOD,
+        "## All series",
+        "",
+        series_table(res),
+        "",
+        "## Facts",
+        "",
+        facts_list(res),
+        "",
+    ]
     return "\n".join(parts)

@@ -40,9 +40,22 @@ REPO = Path(__file__).resolve().parent.parent
 SELF_FORMAT = "\t".join(
     f"#{{{f}}}"
     for f in (
-        "session_id", "session_name", "window_id", "window_index", "window_name",
-        "window_active", "window_zoomed_flag", "window_layout", "pane_id", "pane_index",
-        "pane_active", "pane_tty", "pane_pid", "pane_left", "pane_top", "pane_width",
+        "session_id",
+        "session_name",
+        "window_id",
+        "window_index",
+        "window_name",
+        "window_active",
+        "window_zoomed_flag",
+        "window_layout",
+        "pane_id",
+        "pane_index",
+        "pane_active",
+        "pane_tty",
+        "pane_pid",
+        "pane_left",
+        "pane_top",
+        "pane_width",
         "pane_height",
     )
 )
@@ -71,15 +84,36 @@ class Plan:
     def make(cls, quick: bool, sizes: tuple[int, ...] | None = None) -> Plan:
         if quick:
             return cls(
-                quick=True, sizes=sizes or (10,), latency_n=60, latency_gap_s=0.001, b2b_n=100,
-                curl_n=5, alt_n={}, tput_s=0.25, tput_rounds=1, prop_n={}, many_subs=10,
-                idle_s=2.0, split_k=5, list_k=5,
+                quick=True,
+                sizes=sizes or (10,),
+                latency_n=60,
+                latency_gap_s=0.001,
+                b2b_n=100,
+                curl_n=5,
+                alt_n={},
+                tput_s=0.25,
+                tput_rounds=1,
+                prop_n={},
+                many_subs=10,
+                idle_s=2.0,
+                split_k=5,
+                list_k=5,
             )
         return cls(
-            quick=False, sizes=sizes or (10, 100, 1000), latency_n=1000, latency_gap_s=0.001,
-            b2b_n=2000, curl_n=100, alt_n={10: 60, 100: 60, 1000: 25}, tput_s=1.5,
-            tput_rounds=2, prop_n={10: 60, 100: 120, 1000: 60}, many_subs=100, idle_s=60.0,
-            split_k=100, list_k=20,
+            quick=False,
+            sizes=sizes or (10, 100, 1000),
+            latency_n=1000,
+            latency_gap_s=0.001,
+            b2b_n=2000,
+            curl_n=100,
+            alt_n={10: 60, 100: 60, 1000: 25},
+            tput_s=1.5,
+            tput_rounds=2,
+            prop_n={10: 60, 100: 120, 1000: 60},
+            many_subs=100,
+            idle_s=60.0,
+            split_k=100,
+            list_k=20,
         )
 
     def alts(self, panes: int) -> int:
@@ -252,10 +286,20 @@ class Daemon:
         errlog = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "tmuxlocd", "serve", "-S", self.farm.socket,
-                "--listen", f"unix:{self.socket}", *self.extra_args,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog,
-                env=clean_env(), cwd=str(REPO),
+                sys.executable,
+                "-m",
+                "tmuxlocd",
+                "serve",
+                "-S",
+                self.farm.socket,
+                "--listen",
+                f"unix:{self.socket}",
+                *self.extra_args,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errlog,
+                env=clean_env(),
+                cwd=str(REPO),
             )
         finally:
             os.close(errlog)
@@ -311,9 +355,17 @@ class Floor:
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.floor_app", "--path", self.socket,
-            "--size", str(self.size),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=clean_env(), cwd=str(REPO),
+            sys.executable,
+            "-m",
+            "bench.floor_app",
+            "--path",
+            self.socket,
+            "--size",
+            str(self.size),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            env=clean_env(),
+            cwd=str(REPO),
         )
         assert self.proc.stdout is not None
         line = await asyncio.wait_for(self.proc.stdout.readline(), 30)
@@ -375,8 +427,12 @@ def pick_targets(farm: Farm, attached_session: str) -> Targets:
     att = next(p for p in panes if p["session_id"] == attached_session)
     oth = next(p for p in panes if p["session_id"] != attached_session)
     return Targets(
-        att["pane_id"], att["window_id"], att["session_id"],
-        oth["pane_id"], oth["window_id"], oth["session_id"],
+        att["pane_id"],
+        att["window_id"],
+        att["session_id"],
+        oth["pane_id"],
+        oth["window_id"],
+        oth["session_id"],
     )
 
 
@@ -400,9 +456,7 @@ class Subscribers:
                 tap.see(t, line)
                 bus.notify()
 
-            self.streams.append(
-                await open_stream(socket_path, "/v1/events?format=ndjson", on_line)
-            )
+            self.streams.append(await open_stream(socket_path, "/v1/events?format=ndjson", on_line))
             self.taps.append(tap)
         if not await gate.wait(120):
             raise RuntimeError("subscribers did not get their snapshots")
@@ -431,8 +485,9 @@ def hook_fifo(farm: Farm, bus: Bus, tap: Tap) -> Iterator[FifoReader]:
     """A ``run-shell -b`` hook on every layout change, writing to a FIFO we read."""
     path = farm.dir / "hook.fifo"
     reader = FifoReader(path, bus, tap.see)
-    farm.run("set-hook", "-g", "window-layout-changed[9]",
-             f"run-shell -b 'echo x >{path} 2>/dev/null'")
+    farm.run(
+        "set-hook", "-g", "window-layout-changed[9]", f"run-shell -b 'echo x >{path} 2>/dev/null'"
+    )
     try:
         yield reader
     finally:
@@ -460,9 +515,7 @@ async def propagation(
     """B3: spawn of ``split-window -d`` -> the event at the subscribers, the
     ``%layout-change`` at a bare control client, and a ``run-shell -b`` hook's write."""
     wid = window.encode()
-    series: dict[str, list[float]] = {
-        k: [] for k in ("first", "last", "cm", "hook", "cli")
-    }
+    series: dict[str, list[float]] = {k: [] for k in ("first", "last", "cm", "hook", "cli")}
     misses = 0
     for _ in range(n):
         await bus.quiet(0.06)
@@ -474,7 +527,8 @@ async def propagation(
         t0 = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
             *farm.argv("split-window", "-d", "-t", pane, "-P", "-F", "#{pane_id}", *PANE_CMD),
-            stdout=subprocess.PIPE, env=farm.env,
+            stdout=subprocess.PIPE,
+            env=farm.env,
         )
         out, _ = await proc.communicate()
         t_cli = time.perf_counter()
@@ -654,7 +708,10 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         pane_num = probe_pane.lstrip("%")
         log(f"{panes} panes: B1 latency")
         lat = await probe.job(
-            "latency", n=plan.latency_n, warmup=50, gap_s=plan.latency_gap_s,
+            "latency",
+            n=plan.latency_n,
+            warmup=50,
+            gap_s=plan.latency_gap_s,
             targets=[
                 {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
                 {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
@@ -664,7 +721,10 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         for name, values in lat["samples"].items():
             res.add(f"B1 keepalive {name}", panes, values)
         b2b = await probe.job(
-            "latency", n=plan.b2b_n, warmup=50, gap_s=0.0,
+            "latency",
+            n=plan.b2b_n,
+            warmup=50,
+            gap_s=0.0,
             targets=[
                 {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
                 {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
@@ -673,7 +733,9 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         for name, values in b2b["samples"].items():
             res.add(f"B1 back-to-back {name}", panes, values)
         curl = await probe.job(
-            "curl", n=plan.curl_n, warmup=2,
+            "curl",
+            n=plan.curl_n,
+            warmup=2,
             targets=[
                 {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
                 {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
@@ -682,8 +744,13 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         for name, values in curl["samples"].items():
             res.add(f"B1 curl {name}", panes, values)
         alts = await probe.job(
-            "alternatives", n=plan.alts(panes), warmup=1, tmux=tmux, server=farm.socket,
-            pane=probe_pane, fmt=SELF_FORMAT,
+            "alternatives",
+            n=plan.alts(panes),
+            warmup=1,
+            tmux=tmux,
+            server=farm.socket,
+            pane=probe_pane,
+            fmt=SELF_FORMAT,
         )
         for name, values in alts["samples"].items():
             res.add(f"B1 {name}", panes, values)
@@ -699,7 +766,10 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                     sock, pid = servers[name]
                     c0 = procstat.cpu_seconds(pid)
                     tput = await probe.job(
-                        "throughput", conns=conns, duration=plan.tput_s, socket=sock,
+                        "throughput",
+                        conns=conns,
+                        duration=plan.tput_s,
+                        socket=sock,
                         path="/v1/self",
                     )
                     cpu = procstat.cpu_seconds(pid) - c0
@@ -720,8 +790,17 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                         ("other", targets.other_pane, targets.other_window, None),
                     ):
                         await propagation(
-                            farm, bus, subs, peer, cm_tap, hook_tap, pane, window,
-                            plan.props(panes), res, f"{where} {nsubs}",
+                            farm,
+                            bus,
+                            subs,
+                            peer,
+                            cm_tap,
+                            hook_tap,
+                            pane,
+                            window,
+                            plan.props(panes),
+                            res,
+                            f"{where} {nsubs}",
                         )
         finally:
             await cm.close()
@@ -732,7 +811,10 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             res.facts[f"B4 subscribers@{panes}"] = len(subs.streams)
             res.facts[f"B4 RSS@{panes}"] = procstat.rss_bytes(daemon.pid)
             lat = await probe.job(
-                "latency", n=plan.latency_n, warmup=50, gap_s=plan.latency_gap_s,
+                "latency",
+                n=plan.latency_n,
+                warmup=50,
+                gap_s=plan.latency_gap_s,
                 targets=[
                     {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
                     {"name": "floor", "socket": floor.socket, "path": "/v1/self"},

@@ -25,13 +25,41 @@ WIDTH, HEIGHT = 400, 200
 
 # What an agent lists to learn where things are: every location-related format variable.
 LOCATION_FIELDS = (
-    "session_id", "session_name", "session_attached", "session_windows",
-    "window_id", "window_index", "window_name", "window_active", "window_zoomed_flag",
-    "window_layout", "window_visible_layout", "window_panes", "window_width", "window_height",
-    "window_flags", "pane_id", "pane_index", "pane_active", "pane_tty", "pane_pid",
-    "pane_left", "pane_top", "pane_right", "pane_bottom", "pane_width", "pane_height",
-    "pane_at_left", "pane_at_right", "pane_at_top", "pane_at_bottom", "pane_dead",
-    "pane_in_mode", "pane_current_command", "pane_current_path", "pane_title",
+    "session_id",
+    "session_name",
+    "session_attached",
+    "session_windows",
+    "window_id",
+    "window_index",
+    "window_name",
+    "window_active",
+    "window_zoomed_flag",
+    "window_layout",
+    "window_visible_layout",
+    "window_panes",
+    "window_width",
+    "window_height",
+    "window_flags",
+    "pane_id",
+    "pane_index",
+    "pane_active",
+    "pane_tty",
+    "pane_pid",
+    "pane_left",
+    "pane_top",
+    "pane_right",
+    "pane_bottom",
+    "pane_width",
+    "pane_height",
+    "pane_at_left",
+    "pane_at_right",
+    "pane_at_top",
+    "pane_at_bottom",
+    "pane_dead",
+    "pane_in_mode",
+    "pane_current_command",
+    "pane_current_path",
+    "pane_title",
 )
 # TAB: tmux 3.4+ escapes other control characters in command output (\037 for \x1f).
 SEP = "\t"
@@ -73,7 +101,11 @@ class Farm:
 
     def run(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run(
-            self.argv(*args), capture_output=True, text=True, env=self.env, timeout=60,
+            self.argv(*args),
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
             check=False,
         )
         if check and proc.returncode != 0:
@@ -82,7 +114,10 @@ class Farm:
 
     async def arun(self, *args: str) -> str:
         proc = await asyncio.create_subprocess_exec(
-            *self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env,
+            *self.argv(*args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.env,
         )
         out, err = await proc.communicate()
         if proc.returncode != 0:
@@ -95,16 +130,40 @@ class Farm:
                 name = "probe" if (s, w) == (0, 0) else f"w{s}_{w}"
                 cmd = list(probe_argv) if name == "probe" else list(PANE_CMD)
                 if w == 0:
-                    args = ["new-session", "-d", "-s", f"s{s}", "-x", str(WIDTH),
-                            "-y", str(HEIGHT), "-n", name, "-c", cwd, *cmd]
+                    args = [
+                        "new-session",
+                        "-d",
+                        "-s",
+                        f"s{s}",
+                        "-x",
+                        str(WIDTH),
+                        "-y",
+                        str(HEIGHT),
+                        "-n",
+                        name,
+                        "-c",
+                        cwd,
+                        *cmd,
+                    ]
                     if s == 0:
                         args += [";", "set-option", "-g", "default-size", f"{WIDTH}x{HEIGHT}"]
                 else:
                     args = ["new-window", "-d", "-t", f"s{s}:", "-n", name, *PANE_CMD]
                 target = f"s{s}:{name}"
                 for _ in range(count - 1):
-                    args += [";", "split-window", "-d", "-t", target, *PANE_CMD,
-                             ";", "select-layout", "-t", target, "tiled"]
+                    args += [
+                        ";",
+                        "split-window",
+                        "-d",
+                        "-t",
+                        target,
+                        *PANE_CMD,
+                        ";",
+                        "select-layout",
+                        "-t",
+                        target,
+                        "tiled",
+                    ]
                 self.run(*args)
         self.pid = int(self.run("display-message", "-p", "#{pid}").strip())
         have = len(self.run("list-panes", "-a", "-F", "#{pane_id}").split())
@@ -112,8 +171,15 @@ class Farm:
             raise RuntimeError(f"built {have} panes, wanted {self.total}")
 
     def panes(self) -> list[dict[str, str]]:
-        fields = ("pane_id", "window_id", "window_name", "session_id", "session_name",
-                  "pane_index", "pane_tty")
+        fields = (
+            "pane_id",
+            "window_id",
+            "window_name",
+            "session_id",
+            "session_name",
+            "pane_index",
+            "pane_tty",
+        )
         out = self.run("list-panes", "-a", "-F", SEP.join(f"#{{{f}}}" for f in fields))
         return [dict(zip(fields, line.split(SEP), strict=True)) for line in out.splitlines()]
 
@@ -198,9 +264,7 @@ class ControlPeer(asyncio.SubprocessProtocol):
             if self._block is not None:
                 if line.startswith((b"%end ", b"%error ")):
                     if self._ours and self._pending:
-                        self._pending.popleft().set_result(
-                            (line.startswith(b"%end "), self._block)
-                        )
+                        self._pending.popleft().set_result((line.startswith(b"%end "), self._block))
                     self._block = None
                 else:
                     self._block.append(line)
@@ -224,9 +288,7 @@ class ControlPeer(asyncio.SubprocessProtocol):
 
     async def command(self, line: str, timeout: float = 30.0) -> list[bytes]:
         assert self.transport is not None
-        fut: asyncio.Future[tuple[bool, list[bytes]]] = (
-            asyncio.get_running_loop().create_future()
-        )
+        fut: asyncio.Future[tuple[bool, list[bytes]]] = asyncio.get_running_loop().create_future()
         self._pending.append(fut)
         stdin = self.transport.get_pipe_transport(0)
         assert isinstance(stdin, asyncio.WriteTransport)
@@ -255,7 +317,9 @@ async def attach_control(farm: Farm, session: str, flags: str, bus: Bus) -> Cont
     _, peer = await loop.subprocess_exec(
         lambda: ControlPeer(bus),
         *farm.argv("-C", "attach-session", "-t", session, "-f", flags),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         env=farm.env,
     )
     await peer.command("display-message -p ready")  # attached and answering

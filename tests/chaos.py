@@ -44,8 +44,8 @@ from tests.soak import (
     describe_diff,
     read_truth,
     tmux_ok,
-    wait_until,
 )
+from tests.tmuxtest import wait_until
 
 KINDS = ("error", "delay", "truncate", "drop", "noise", "hang")
 SOFT_KINDS = ("error", "delay", "truncate", "drop", "noise")  # each costs no deadline
@@ -236,8 +236,7 @@ async def recover(run: Run) -> float:
 
     await wait_until(healthy, CONVERGE_S, "health to be ok again")
     # The barrier works again, and the stream, replayed, equals tmux: nothing missed.
-    await check_against_tmux(run.daemon, run.stream, run.server.socket_path,
-                             panes_listing=True)
+    await check_against_tmux(run.daemon, run.stream, run.server.socket_path, panes_listing=True)
     assert run.daemon.alive()
     errors = run.daemon.log_errors()
     assert not errors, "the daemon logged errors:\n" + "\n".join(errors[:5])
@@ -260,11 +259,17 @@ async def soak(steps: int, seed: int, rate: float, every: int = 50) -> int:
             done += n
             figures["converge_s"].append(await recover(run))
             figures["recoveries"] += 1
-            print(f"step {done}: barriers {answers}, injected {run.chaos.injected()}, "
-                  f"converged in {figures['converge_s'][-1]:.3f} s", flush=True)
+            print(
+                f"step {done}: barriers {answers}, injected {run.chaos.injected()}, "
+                f"converged in {figures['converge_s'][-1]:.3f} s",
+                flush=True,
+            )
         times = sorted(figures["converge_s"])
-        print(f"seed {seed}: {done} steps at rate {rate}, {figures['recoveries']} recoveries, "
-              f"0 divergences after recovery, 0 silent misses; barriers {answers}; injected "
-              f"{run.chaos.injected()}; convergence p50 {times[len(times) // 2]:.3f} s, "
-              f"max {times[-1]:.3f} s", flush=True)
+        print(
+            f"seed {seed}: {done} steps at rate {rate}, {figures['recoveries']} recoveries, "
+            f"0 divergences after recovery, 0 silent misses; barriers {answers}; injected "
+            f"{run.chaos.injected()}; convergence p50 {times[len(times) // 2]:.3f} s, "
+            f"max {times[-1]:.3f} s",
+            flush=True,
+        )
     return 0

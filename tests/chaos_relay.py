@@ -19,8 +19,6 @@ from pathlib import Path
 KINDS = ("error", "delay", "truncate", "drop", "noise", "hang")
 
 
-
-
 class _Settings:
     def __init__(self, path: str) -> None:
         self.path = path

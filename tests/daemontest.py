@@ -8,6 +8,7 @@ socket in the same directory, and its configuration directory is empty.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -15,26 +16,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.tmuxbin import before_new_session
-from tests.tmuxtest import TmuxServer
+from tests.tmuxtest import TmuxServer, poll
 from tmuxlocd.cli import NoDaemon, raw_request
 
 PYTHON = sys.executable
 SCRIPT = str(Path(sys.executable).parent / "tmuxlocd")
 REPO = str(Path(__file__).resolve().parent.parent)
-
-
-def poll(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` every 10 ms until it is true; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.01)
 
 
 @dataclass(frozen=True)
@@ -73,9 +65,12 @@ class Rig:
     def start_tmux(self, **env: str) -> None:
         """Start the tmux server with this environment (panes and hook jobs inherit it)."""
         subprocess.run(
-            self.tmux.argv(*before_new_session(), "new-session", "-d", "-s", "main", "-x", "160",
-                           "-y", "48"),
-            env=self.env(**env), check=True, timeout=20,
+            self.tmux.argv(
+                *before_new_session(), "new-session", "-d", "-s", "main", "-x", "160", "-y", "48"
+            ),
+            env=self.env(**env),
+            check=True,
+            timeout=20,
         )
         self.tmux.record_pid()
         self.tmux.run("set-option", "-g", "automatic-rename", "off")
@@ -99,8 +94,11 @@ class Rig:
         poll(rc.exists, timeout, f"the command in pane {pane}")
         # The pane closes once its shell exits: wait for that, then let a running daemon
         # catch up (POST /v1/sync is a barrier), so the next test starts from a known layout.
-        poll(lambda: pane not in self.tmux.run("list-panes", "-a", "-F", "#{pane_id}").split(),
-             timeout, f"pane {pane} to close")
+        poll(
+            lambda: pane not in self.tmux.run("list-panes", "-a", "-F", "#{pane_id}").split(),
+            timeout,
+            f"pane {pane} to close",
+        )
         self.sync()
         return PaneRun(pane, tty, int(rc.read_text()), out.read_text(), err.read_text())
 
@@ -119,13 +117,26 @@ class Daemon:
         self.socket = rig.daemon_socket
         self.log = rig.root / f"daemon-{time.monotonic_ns()}.log"
         argv = [
-            PYTHON, "-m", "tmuxlocd", "serve", "-S", rig.tmux.socket_path,
-            "--listen", f"unix:{rig.daemon_socket}", "--log-level", "debug", *args,
+            PYTHON,
+            "-m",
+            "tmuxlocd",
+            "serve",
+            "-S",
+            rig.tmux.socket_path,
+            "--listen",
+            f"unix:{rig.daemon_socket}",
+            "--log-level",
+            "debug",
+            *args,
         ]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                argv, env=dict(env) if env is not None else rig.env(), stdout=log,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
+                argv,
+                env=dict(env) if env is not None else rig.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO,
             )
 
     @classmethod
@@ -145,8 +156,13 @@ class Daemon:
         self.log = rig.root / f"daemon-{time.monotonic_ns()}.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                list(argv), env=dict(env), stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=REPO, pass_fds=tuple(pass_fds),
+                list(argv),
+                env=dict(env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO,
+                pass_fds=tuple(pass_fds),
             )
         return self
 
@@ -193,3 +209,33 @@ def run_cli(
         stdin=subprocess.DEVNULL,
         cwd=REPO,
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The one way tests get a rig and a daemon (the fixtures of tests/integration/conftest.py, and
+# the module-scoped fixtures of the modules that share one across their tests).
+
+
+@contextlib.contextmanager
+def private_rig(*, start: bool = False, split: bool = False) -> Iterator[Rig]:
+    """A private rig, cleaned up after: its server started if ``start`` (window ``main``),
+    split into ``%0`` left and ``%1`` right if ``split``."""
+    rig = Rig()
+    try:
+        if start or split:
+            rig.start_tmux()
+        if split:
+            rig.tmux.run("split-window", "-h", "-t", "main")
+        yield rig
+    finally:
+        rig.cleanup()
+
+
+@contextlib.contextmanager
+def running_daemon(rig: Rig) -> Iterator[Daemon]:
+    """A daemon on ``rig``, answering; it must stop cleanly (exit 0) after."""
+    d = Daemon(rig).wait_ready()
+    try:
+        yield d
+    finally:
+        assert d.stop() == 0, d.logs()

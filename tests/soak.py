@@ -39,7 +39,7 @@ import tempfile
 import time
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ import aiohttp
 import msgspec
 
 from tests import tmuxbin
-from tests.tmuxtest import kill_leftovers, start_time
+from tests.tmuxtest import kill_leftovers, start_time, wait_until
 from tmuxlocd.control import reap
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.events import Event, event_decoder, event_type, pane_key
@@ -789,23 +789,6 @@ class Stream:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-
-
-async def wait_until(
-    predicate: Callable[[], Awaitable[bool] | bool], timeout: float, what: str,
-    interval: float = 0.02,
-) -> None:
-    """Poll until true, failing after ``timeout`` seconds (never a blind sleep)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
 async def check_against_tmux(

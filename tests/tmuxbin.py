@@ -43,8 +43,14 @@ def version(binary: str | None) -> str:
     if binary is None:
         return "none"
     try:
-        out = subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=10,
-                             check=False, stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            [binary, "-V"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unknown ({exc})"
     return out.stdout.strip() or out.stderr.strip()

@@ -93,9 +93,15 @@ def server_pid(argv: list[str]) -> int | None:
     """The pid of the server ``argv`` (a tmux command line minus the command) talks to."""
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     try:
-        out = subprocess.run([*argv, "display-message", "-p", "#{pid}"], capture_output=True,
-                             text=True, env=env, timeout=10, check=False,
-                             stdin=subprocess.DEVNULL).stdout.strip()
+        out = subprocess.run(
+            [*argv, "display-message", "-p", "#{pid}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=10,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        ).stdout.strip()
     except subprocess.TimeoutExpired:
         return None
     return int(out) if out.isdigit() else None
@@ -129,8 +135,17 @@ class TmuxServer:
         return proc.stdout
 
     def start(self, session: str = "main", *, width: int = 160, height: int = 48) -> None:
-        self.run(*before_new_session(), "new-session", "-d", "-s", session, "-x", str(width),
-                 "-y", str(height))
+        self.run(
+            *before_new_session(),
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+        )
         self.record_pid()
         # Keep tests deterministic: no automatic renames as shells start.
         self.run("set-option", "-g", "automatic-rename", "off")
@@ -150,7 +165,9 @@ class TmuxServer:
 
     def pane_rows(self) -> set[tuple[str, ...]]:
         out = self.run(
-            "list-panes", "-a", "-F",
+            "list-panes",
+            "-a",
+            "-F",
             "#{pane_id} #{window_id} #{pane_index} #{pane_active} #{pane_tty} #{pane_pid} "
             "#{pane_left} #{pane_top} #{pane_width} #{pane_height}",
         )
@@ -171,20 +188,51 @@ class TmuxServer:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------------------------
+# Waiting: on a condition, with a deadline, never a blind sleep.  One rule for both kinds of
+# caller: the predicate is tried first, then every ``interval`` until ``timeout`` seconds
+# have passed, and then the failure names what was awaited.
+
+
+class _Deadline:
+    def __init__(self, timeout: float, what: str) -> None:
+        self.timeout = timeout
+        self.what = what
+        self.end = time.monotonic() + timeout
+
+    def check(self) -> None:
+        if time.monotonic() > self.end:
+            raise AssertionError(f"timed out after {self.timeout} s waiting for {self.what}")
+
+
 async def wait_until(
     predicate: Callable[[], bool | Awaitable[bool]],
     timeout: float = 10.0,
-    interval: float = 0.01,
     what: str = "condition",
+    *,
+    interval: float = 0.01,
 ) -> None:
-    """Poll ``predicate`` until it is true; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    """Poll ``predicate`` (plain or async) until it is true; fail after ``timeout`` s."""
+    deadline = _Deadline(timeout, what)
     while True:
         result = predicate()
         if not isinstance(result, bool):
             result = await result
         if result:
             return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        deadline.check()
         await asyncio.sleep(interval)
+
+
+def poll(
+    predicate: Callable[[], bool],
+    timeout: float = 10.0,
+    what: str = "condition",
+    *,
+    interval: float = 0.01,
+) -> None:
+    """``wait_until`` for code outside an event loop (it blocks)."""
+    deadline = _Deadline(timeout, what)
+    while not predicate():
+        deadline.check()
+        time.sleep(interval)

@@ -419,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         "directory's) configuration of Claude Code, Codex or Gemini CLI.  Idempotent; other "
         "entries are kept; a file that does not parse is left untouched.",
     )
-    p.add_argument("harness", choices=("claude", "codex", "gemini"))
+    p.add_argument("harness", choices=("claude", "codex", "gemini", "systemd"))
     p.add_argument("--project", action="store_true",
                    help="this directory's configuration instead of the user's")
     p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")

@@ -190,8 +190,9 @@ def _self_request(accept_ancestor: bool, fresh: bool) -> _Request:
 
 def _text_request(pane: str, turn: int | None, neighbors: bool, accept_ancestor: bool) -> _Request:
     if pane == "self":
-        target = self_target(text=True, turn=turn, neighbors=neighbors,
-                             accept_ancestor=accept_ancestor)
+        target = self_target(
+            text=True, turn=turn, neighbors=neighbors, accept_ancestor=accept_ancestor
+        )
         return _Request("GET", target)
     params = {"format": "text", "turn": turn, "neighbors": neighbors}
     return _Request("GET", _url(f"/v1/panes/{pane_ref(pane)}", params))
@@ -377,9 +378,7 @@ class ClientCore:
         return Call(req, _json(Location), revalidate=True)
 
     @overload
-    def neighbors(
-        self, direction: None, pane: str, server: str | None
-    ) -> Call[PaneNeighbors]: ...
+    def neighbors(self, direction: None, pane: str, server: str | None) -> Call[PaneNeighbors]: ...
     @overload
     def neighbors(
         self, direction: Direction, pane: str, server: str | None
@@ -398,22 +397,38 @@ class ClientCore:
 
     @overload
     def panes(
-        self, scope: Scope, detail: Literal["full"], limit: int | None, offset: int | None,
+        self,
+        scope: Scope,
+        detail: Literal["full"],
+        limit: int | None,
+        offset: int | None,
         server: str | None,
     ) -> Call[PaneList]: ...
     @overload
     def panes(
-        self, scope: Scope, detail: Literal["summary"], limit: int | None, offset: int | None,
+        self,
+        scope: Scope,
+        detail: Literal["summary"],
+        limit: int | None,
+        offset: int | None,
         server: str | None,
     ) -> Call[PaneSummaryList]: ...
     @overload
     def panes(
-        self, scope: Scope, detail: Literal["full", "summary"], limit: int | None,
-        offset: int | None, server: str | None,
+        self,
+        scope: Scope,
+        detail: Literal["full", "summary"],
+        limit: int | None,
+        offset: int | None,
+        server: str | None,
     ) -> Call[PaneList | PaneSummaryList]: ...
     def panes(
-        self, scope: Scope, detail: Literal["full", "summary"], limit: int | None,
-        offset: int | None, server: str | None,
+        self,
+        scope: Scope,
+        detail: Literal["full", "summary"],
+        limit: int | None,
+        offset: int | None,
+        server: str | None,
     ) -> Call[PaneList | PaneSummaryList]:
         req = _panes_request(scope, detail, limit, offset, server, self.accept_ancestor)
         if detail == "summary":
@@ -447,8 +462,14 @@ class ClientCore:
         reconnect: bool,
     ) -> EventStream:
         url = _events_url(
-            pane=pane, window=window, session=session, server=server, types=types, fmt=format,
-            min_interval_ms=min_interval_ms, accept_ancestor=self.accept_ancestor,
+            pane=pane,
+            window=window,
+            session=session,
+            server=server,
+            types=types,
+            fmt=format,
+            min_interval_ms=min_interval_ms,
+            accept_ancestor=self.accept_ancestor,
         )
         return EventStream(path, url, format, last_event_id=last_event_id, reconnect=reconnect)
 

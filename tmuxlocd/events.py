@@ -119,3 +119,14 @@ def apply(state: dict[str, Location], event: Event) -> None:
 
 def pane_key(socket_path: str, pane_id: str) -> str:
     return f"{socket_path} {pane_id}"
+
+
+def location_of(event: Event) -> Location | None:
+    """The Location an event is about (the last one, for a removal)."""
+    match event:
+        case PaneAdded(location=loc) | PaneChanged(location=loc):
+            return loc
+        case PaneRemoved(last=loc):
+            return loc
+        case _:
+            return None

@@ -243,7 +243,10 @@ class State:
         if not isinstance(other, State):
             return NotImplemented
         return (self.turn, self.time_ms, self.etag, self.block) == (
-            other.turn, other.time_ms, other.etag, other.block
+            other.turn,
+            other.time_ms,
+            other.etag,
+            other.block,
         )
 
     def __hash__(self) -> int:

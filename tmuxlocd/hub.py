@@ -26,15 +26,13 @@ from tmuxlocd.events import (
     ChangeEvent,
     Event,
     Lagged,
-    PaneAdded,
-    PaneChanged,
-    PaneRemoved,
     Reset,
     ServerDown,
     ServerUp,
     SnapshotEvent,
     diff,
     event_type,
+    location_of,
 )
 from tmuxlocd.journal import RING_SIZE, Journal, Published
 from tmuxlocd.location import Location, LocationBuilder, ServerRef
@@ -210,9 +208,7 @@ class Hub:
         return self.journal.since(seq)
 
     def snapshot(self, predicate: Callable[[Location], bool] | None = None) -> SnapshotEvent:
-        panes = tuple(
-            loc for loc in self.all_locations() if predicate is None or predicate(loc)
-        )
+        panes = tuple(loc for loc in self.all_locations() if predicate is None or predicate(loc))
         return SnapshotEvent(id=self.event_id(), time=self._clock(), panes=panes)
 
     def marker(self, kind: Literal["reset", "lagged"]) -> Reset | Lagged:
@@ -310,17 +306,6 @@ class Hub:
     def notify(self, server: str | None = None) -> None:
         if self.notifier is not None:
             self.notifier(server)
-
-
-def location_of(event: Event) -> Location | None:
-    """The Location an event is about (the last one, for a removal)."""
-    match event:
-        case PaneAdded(location=loc) | PaneChanged(location=loc):
-            return loc
-        case PaneRemoved(last=loc):
-            return loc
-        case _:
-            return None
 
 
 __all__ = [

@@ -219,10 +219,6 @@ def tty_path(pid: int, tty_nr: int) -> str | None:
 # The answer of GET /v1/self.
 
 
-
-
-
-
 def identify(view: View, pid: int, *, accept_ancestor: bool = False) -> SelfAnswer:
     """Where process ``pid`` is (``queries.decide_self``), from what /proc says of it.
 

@@ -11,12 +11,18 @@ Formatting: JSON files are written back with their own indentation, key order an
 newline (byte for byte what they were when they were written as ``JSON.stringify(x, null,
 2)`` is, as these harnesses write them); TOML (``~/.codex/config.toml``) is edited with
 ``tomlkit``, which keeps comments, ordering and spacing.
+
+``tmuxlocd install systemd`` writes the user units shipped in the package
+(``tmuxlocd/data/tmuxlocd.service`` and ``.socket``) to ``~/.config/systemd/user/``.  A unit
+already there that differs from the packaged one is never overwritten (nor removed): the
+diff is shown and the command fails, for the user to merge by hand.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
+import importlib.resources
 import json
 import os
 import re
@@ -36,12 +42,22 @@ HOOK_TIMEOUT_S = 10
 
 # The events each harness's hook is installed for, with the matcher of the tool event.
 HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
-    "claude": [("SessionStart", None), ("UserPromptSubmit", None),
-               ("PostToolUse", SHELL_TOOL["claude"])],
-    "codex": [("SessionStart", None), ("UserPromptSubmit", None),
-              ("PostToolUse", SHELL_TOOL["codex"])],
-    "gemini": [("SessionStart", None), ("BeforeAgent", None),
-               ("AfterTool", SHELL_TOOL["gemini"]), ("PreCompress", None)],
+    "claude": [
+        ("SessionStart", None),
+        ("UserPromptSubmit", None),
+        ("PostToolUse", SHELL_TOOL["claude"]),
+    ],
+    "codex": [
+        ("SessionStart", None),
+        ("UserPromptSubmit", None),
+        ("PostToolUse", SHELL_TOOL["codex"]),
+    ],
+    "gemini": [
+        ("SessionStart", None),
+        ("BeforeAgent", None),
+        ("AfterTool", SHELL_TOOL["gemini"]),
+        ("PreCompress", None),
+    ],
 }
 
 _OURS = re.compile(
@@ -73,8 +89,12 @@ def hook_command(launcher: Sequence[str], harness: str, min_interval_ms: int = 0
 
 def hook_entry(harness: str, command: str) -> dict[str, Any]:
     if harness == "gemini":  # milliseconds, and a name for its /hooks listing
-        return {"name": "tmuxlocd", "type": "command", "command": command,
-                "timeout": HOOK_TIMEOUT_S * 1000}
+        return {
+            "name": "tmuxlocd",
+            "type": "command",
+            "command": command,
+            "timeout": HOOK_TIMEOUT_S * 1000,
+        }
     return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}  # seconds
 
 
@@ -262,8 +282,10 @@ def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[st
             current[key] = value
         return tomlkit.dumps(doc), None
     if isinstance(servers, InlineTable):
-        raise InstallError(f"{path}: mcp_servers is an inline table; add [mcp_servers.{MCP_NAME}]"
-                           " by hand (command, args, env_vars); left untouched")
+        raise InstallError(
+            f"{path}: mcp_servers is an inline table; add [mcp_servers.{MCP_NAME}]"
+            " by hand (command, args, env_vars); left untouched"
+        )
     sep = "" if not text else "\n" if text.endswith("\n") else "\n\n"
     out = text + sep + codex_block(exe)
     try:
@@ -296,8 +318,9 @@ class FilePlan:
         return self.before != self.after
 
 
-def config_paths(harness: str, project: bool, home: Path, cwd: Path,
-                 env: dict[str, str]) -> dict[str, Path]:
+def config_paths(
+    harness: str, project: bool, home: Path, cwd: Path, env: dict[str, str]
+) -> dict[str, Path]:
     """The files to edit: ``hooks`` and ``mcp`` (the same file for Gemini CLI)."""
     if harness == "claude":
         if project:
@@ -335,14 +358,16 @@ def plan_files(
         json_step(hooks_path, lambda d: add_hooks(d, harness, command))
     mcp_path = paths.get("mcp")
     if mcp_path is not None and mcp_path.suffix == ".toml":
-        after[mcp_path], note = edit_codex_toml(after[mcp_path], str(mcp_path),
-                                                None if remove else exe)
+        after[mcp_path], note = edit_codex_toml(
+            after[mcp_path], str(mcp_path), None if remove else exe
+        )
         if note:
             notes[mcp_path].append(note)
     elif mcp_path is not None:
         if remove:
             json_step(mcp_path, remove_mcp)
         else:
+
             def with_mcp(d: dict[str, Any]) -> dict[str, Any]:
                 new, note = add_mcp(d, exe)
                 if note:
@@ -365,18 +390,24 @@ def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) ->
     if harness == "claude":
         steps.append("Start a new Claude Code session (or run /hooks) to load the hooks.")
         if not project:
-            steps.append("MCP server (Claude Code keeps user servers in ~/.claude.json, which it "
-                         f"rewrites itself): claude mcp add --scope user {MCP_NAME} -- {mcp}")
+            steps.append(
+                "MCP server (Claude Code keeps user servers in ~/.claude.json, which it "
+                f"rewrites itself): claude mcp add --scope user {MCP_NAME} -- {mcp}"
+            )
     elif harness == "codex":
-        steps.append("In Codex, open /hooks once and trust the new hooks (Codex runs no "
-                     "untrusted hook).  Hooks are a stable feature of current Codex; an older "
-                     "version needs [features] hooks = true (earlier: codex_hooks) in "
-                     "config.toml.")
+        steps.append(
+            "In Codex, open /hooks once and trust the new hooks (Codex runs no "
+            "untrusted hook).  Hooks are a stable feature of current Codex; an older "
+            "version needs [features] hooks = true (earlier: codex_hooks) in "
+            "config.toml."
+        )
         if project:
             steps.append("Codex reads .codex/ only in a trusted project.")
     else:
-        steps.append("Start a new Gemini CLI session; /hooks lists the hooks (hooksConfig."
-                     "enabled must not be false).")
+        steps.append(
+            "Start a new Gemini CLI session; /hooks lists the hooks (hooksConfig."
+            "enabled must not be false)."
+        )
     try:
         import importlib.util
 
@@ -454,10 +485,14 @@ def _umask() -> int:
 
 
 def diff(plan: FilePlan) -> str:
-    return "".join(difflib.unified_diff(
-        plan.before.splitlines(keepends=True), plan.after.splitlines(keepends=True),
-        fromfile=f"{plan.path} (now)", tofile=f"{plan.path} (after)",
-    ))
+    return "".join(
+        difflib.unified_diff(
+            plan.before.splitlines(keepends=True),
+            plan.after.splitlines(keepends=True),
+            fromfile=f"{plan.path} (now)",
+            tofile=f"{plan.path} (after)",
+        )
+    )
 
 
 def run(
@@ -473,17 +508,22 @@ def run(
     hook: Sequence[str] | None = None,
     out: Callable[[str], None] = print,
 ) -> int:
+    if harness == "systemd":
+        if project:
+            out("tmuxlocd: systemd units are the user's; --project does not apply")
+            return 2
+        return run_systemd(dry_run=dry_run, remove=remove, home=home, out=out)
     if harness not in HARNESSES:
         out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
         return 2
     exe = list(exe or this_tmuxlocd())
     hook = list(hook or this_hook())
-    paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(),
-                         dict(os.environ))
+    paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(), dict(os.environ))
     try:
         texts = {p: _read(p) for p in dict.fromkeys(paths.values())}
-        plans = plan_files(harness, texts, paths, exe, hook, remove=remove,
-                           min_interval_ms=min_interval_ms)
+        plans = plan_files(
+            harness, texts, paths, exe, hook, remove=remove, min_interval_ms=min_interval_ms
+        )
     except InstallError as exc:
         out(f"tmuxlocd: {exc}")
         return 1
@@ -503,3 +543,83 @@ def run(
     for step in next_steps(harness, project, exe, remove):
         out(f"next: {step}")
     return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# systemd user units
+
+
+SYSTEMD_UNITS = ("tmuxlocd.service", "tmuxlocd.socket")
+
+
+def packaged_file(name: str) -> str:
+    """A file shipped in ``tmuxlocd/data/`` (the units, the tmux hooks snippet)."""
+    return importlib.resources.files("tmuxlocd").joinpath("data", name).read_text("utf-8")
+
+
+def systemd_user_dir(home: Path, env: dict[str, str]) -> Path:
+    config = env.get("XDG_CONFIG_HOME") or str(home / ".config")
+    return Path(config) / "systemd" / "user"
+
+
+def plan_units(
+    texts: dict[Path, str], unit_dir: Path, *, remove: bool
+) -> tuple[list[FilePlan], list[Path]]:
+    """(the files to write or delete, the units left alone because they differ)."""
+    plans: list[FilePlan] = []
+    differ: list[Path] = []
+    for name in SYSTEMD_UNITS:
+        path = unit_dir / name
+        ours, now = packaged_file(name), texts.get(path, "")
+        if now and now != ours:
+            differ.append(path)
+        elif remove:
+            plans.append(FilePlan(path, now, "", []))
+        else:
+            plans.append(FilePlan(path, now, ours, []))
+    return plans, differ
+
+
+def run_systemd(
+    *,
+    dry_run: bool = False,
+    remove: bool = False,
+    home: Path | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
+    unit_dir = systemd_user_dir(home or Path.home(), dict(os.environ))
+    try:
+        texts = {unit_dir / n: _read(unit_dir / n) for n in SYSTEMD_UNITS}
+    except InstallError as exc:
+        out(f"tmuxlocd: {exc}")
+        return 1
+    plans, differ = plan_units(texts, unit_dir, remove=remove)
+    for path in differ:
+        out(
+            f"tmuxlocd: {path} differs from the unit this tmuxlocd ships; left untouched "
+            f"({'remove' if remove else 'merge'} it by hand):"
+        )
+        ours = FilePlan(path, texts[path], packaged_file(path.name), [])
+        out(diff(ours).rstrip("\n"))
+    for plan in plans:
+        if not plan.changed:
+            out(f"unchanged: {plan.path}" if plan.before else f"not installed: {plan.path}")
+        elif dry_run:
+            out(diff(plan).rstrip("\n"))
+        else:
+            _write(plan.path, plan.after)
+            out(f"{'removed' if remove else 'written'}: {plan.path}")
+    if dry_run:
+        out("(dry run: nothing written)")
+    elif remove:
+        out(
+            "next: systemctl --user disable --now tmuxlocd.socket tmuxlocd.service; "
+            "systemctl --user daemon-reload"
+        )
+    else:
+        out("next: systemctl --user daemon-reload && systemctl --user enable --now tmuxlocd.socket")
+        out(
+            "next: the service runs %h/.local/bin/tmuxlocd (pipx, pip install --user); "
+            f"this one is {' '.join(this_tmuxlocd())}: edit ExecStart if they differ"
+        )
+    return 1 if differ else 0

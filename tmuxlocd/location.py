@@ -110,9 +110,7 @@ def window_locations(
         return {}
     home = links[0]
     home_session = sessions.get(home.session_id)
-    session = SessionRef(
-        id=home.session_id, name=home_session.name if home_session else ""
-    )
+    session = SessionRef(id=home.session_id, name=home_session.name if home_session else "")
     wref = WindowRef(
         id=window.id,
         index=home.index,

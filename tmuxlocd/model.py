@@ -203,7 +203,10 @@ def parse_pane_window_row(row: str) -> tuple[Pane, Window]:
     zoomed, layout, name = parts[12:]
     active = pane.id if pane.active else None
     return pane, Window(
-        id=pane.window_id, name=decode_window_name(name), layout=layout, zoomed=zoomed == "1",
+        id=pane.window_id,
+        name=decode_window_name(name),
+        layout=layout,
+        zoomed=zoomed == "1",
         active_pane=active,
     )
 

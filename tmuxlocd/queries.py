@@ -55,8 +55,12 @@ class View(Protocol):
 class QueryError(Exception):
     """A query that cannot be answered: ``code`` as in the spec's error codes."""
 
-    def __init__(self, code: Literal["not_found", "ambiguous", "not_in_a_pane"], message: str,
-                 servers: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        code: Literal["not_found", "ambiguous", "not_in_a_pane"],
+        message: str,
+        servers: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -67,8 +71,7 @@ class StaticView:
     """A view over states read once (the no-daemon paths).  ``rdev_of`` gives a tty path's
     device number (``os.stat(...).st_rdev``), or None when it cannot be read."""
 
-    def __init__(self, states: Iterable[ServerState],
-                 rdev_of: Callable[[str], int | None]) -> None:
+    def __init__(self, states: Iterable[ServerState], rdev_of: Callable[[str], int | None]) -> None:
         self._states = {s.socket_path: s for s in states}
         self._locations = {path: build_locations(s) for path, s in self._states.items()}
         self._rdev_of = rdev_of
@@ -142,7 +145,10 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
         )
     if accept_ancestor and ancestor:
         return SelfAnswer(
-            inside_tmux=True, verified_by="ancestor", reason=None, caller=caller,
+            inside_tmux=True,
+            verified_by="ancestor",
+            reason=None,
+            caller=caller,
             location=ancestor[0],
         )
     reason: Reason
@@ -244,16 +250,17 @@ def neighbors(
         for n in table.get(d, ()):
             other = panes.get(f"%{n.pane}")
             if other is not None:
-                out.append(NeighborEntry(id=other.pane.id, index=other.pane.index,
-                                         shared=n.shared))
+                out.append(NeighborEntry(id=other.pane.id, index=other.pane.index, shared=n.shared))
         return tuple(out)
 
     if direction is not None:
-        return DirectionNeighbors(pane=loc.pane.id, direction=direction,
-                                  panes=entries(direction))
+        return DirectionNeighbors(pane=loc.pane.id, direction=direction, panes=entries(direction))
     return PaneNeighbors(
-        pane=loc.pane.id, above=entries("above"), below=entries("below"),
-        left=entries("left"), right=entries("right"),
+        pane=loc.pane.id,
+        above=entries("above"),
+        below=entries("below"),
+        left=entries("left"),
+        right=entries("right"),
     )
 
 
@@ -266,8 +273,17 @@ def tree(view: View, only: str | None = None) -> Tree:
         panes_of: dict[str, list[PaneRef]] = {}
         for p in sorted(state.panes.values(), key=lambda p: p.index):
             panes_of.setdefault(p.window_id, []).append(
-                PaneRef(id=p.id, index=p.index, active=p.active, tty=p.tty, pid=p.pid,
-                        left=p.left, top=p.top, width=p.width, height=p.height)
+                PaneRef(
+                    id=p.id,
+                    index=p.index,
+                    active=p.active,
+                    tty=p.tty,
+                    pid=p.pid,
+                    left=p.left,
+                    top=p.top,
+                    width=p.width,
+                    height=p.height,
+                )
             )
         windows_of: dict[str, list[TreeWindow]] = {}
         for link in state.winlinks:  # sorted by session id, then index
@@ -275,14 +291,26 @@ def tree(view: View, only: str | None = None) -> Tree:
             if window is None:
                 continue
             windows_of.setdefault(link.session_id, []).append(
-                TreeWindow(id=window.id, index=link.index, name=window.name, active=link.active,
-                           zoomed=window.zoomed, layout=window.layout,
-                           panes=tuple(panes_of.get(window.id, ())))
+                TreeWindow(
+                    id=window.id,
+                    index=link.index,
+                    name=window.name,
+                    active=link.active,
+                    zoomed=window.zoomed,
+                    layout=window.layout,
+                    panes=tuple(panes_of.get(window.id, ())),
+                )
             )
         sessions = [
             TreeSession(id=s.id, name=s.name, windows=tuple(windows_of.get(s.id, ())))
             for s in sorted(state.sessions.values(), key=lambda s: id_number(s.id))
         ]
-        servers.append(TreeServer(socket_path=state.socket_path, pid=state.pid,
-                                  running=state.running, sessions=tuple(sessions)))
+        servers.append(
+            TreeServer(
+                socket_path=state.socket_path,
+                pid=state.pid,
+                running=state.running,
+                sessions=tuple(sessions),
+            )
+        )
     return Tree(servers=tuple(servers))

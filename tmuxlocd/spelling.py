@@ -116,9 +116,7 @@ class Spelling:
     def describe(self) -> str:
         parts = []
         if self.blocked:
-            parts.append(
-                "command-alias shadows every spelling of " + ", ".join(self.blocked)
-            )
+            parts.append("command-alias shadows every spelling of " + ", ".join(self.blocked))
         if self.shadowed:
             parts.append(
                 "command-alias shadows "

@@ -10,7 +10,7 @@ handler (api.py) only waits, writes and times.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -24,11 +24,15 @@ from tmuxlocd.events import (
     SnapshotEvent,
     encoder,
     event_type,
+    location_of,
     pane_key,
 )
-from tmuxlocd.hub import Hub, Published, location_of
+from tmuxlocd.journal import Published
 from tmuxlocd.location import Location, changed_fields, text_form
 from tmuxlocd.queries import Selection
+
+if TYPE_CHECKING:  # the hub is a shell module (asyncio): named for types only
+    from tmuxlocd.hub import Hub
 
 
 class Snapshot(msgspec.Struct, frozen=True):
@@ -223,9 +227,14 @@ class StreamCore:
                 if self.selection.matches(loc):
                     return True
                 # It may have left the selection: the stream decides with what it knows.
-                return self.selection.scoped and (
-                    self.selection.server is None or loc.server.socket_path == self.selection.server
-                ) and any(f in changed for f in ("window.id", "session.id", "links"))
+                return (
+                    self.selection.scoped
+                    and (
+                        self.selection.server is None
+                        or loc.server.socket_path == self.selection.server
+                    )
+                    and any(f in changed for f in ("window.id", "session.id", "links"))
+                )
             case _:
                 return True
 

@@ -88,8 +88,10 @@ def load_or_make(directory: str) -> tuple[str, bool]:
     if token is not None:
         return token, False
     if os.path.lexists(path):
-        log.warning("replacing a token file that cannot be trusted (not ours, not 0600, or "
-                    "not a token)", extra={"token_path": path})
+        log.warning(
+            "replacing a token file that cannot be trusted (not ours, not 0600, or not a token)",
+            extra={"token_path": path},
+        )
     return write_new_token(directory), True
 
 
@@ -123,6 +125,8 @@ class TokenFile:
                 self._warned = False
             elif not self._warned:
                 self._warned = True
-                log.warning("the token file is gone or cannot be trusted; the last token "
-                            "stays in force", extra={"token_path": self.path})
+                log.warning(
+                    "the token file is gone or cannot be trusted; the last token stays in force",
+                    extra={"token_path": self.path},
+                )
         return self.token

@@ -134,7 +134,10 @@ class Api:
         self.app = create_app(self.hub, **self.options)
         # handler_cancellation as the daemon runs it: a stream ends when its client hangs up.
         self.runner = web.AppRunner(
-            self.app, handle_signals=False, access_log=None, handler_cancellation=True,
+            self.app,
+            handle_signals=False,
+            access_log=None,
+            handler_cancellation=True,
             shutdown_timeout=2.0,
         )
         await self.runner.setup()
@@ -242,8 +245,18 @@ class StreamReader:
 def curl(path: str, url: str, *extra: str) -> list[str]:
     exe = shutil.which("curl")
     assert exe is not None
-    return [exe, "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", path, *extra,
-            "http://localhost" + url]
+    return [
+        exe,
+        "-s",
+        "-o",
+        "-",
+        "-w",
+        "\n%{http_code}",
+        "--unix-socket",
+        path,
+        *extra,
+        "http://localhost" + url,
+    ]
 
 
 def run_curl(argv: list[str], **kw: Any) -> tuple[int, bytes]:

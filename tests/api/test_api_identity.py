@@ -85,10 +85,12 @@ async def test_a_caller_in_a_pane_is_verified_by_its_tty(api: Api, hub: Hub) -> 
         status, body = await run(in_pty(curl(api.path, "/v1/panes/self")), stdin=slave)
         assert status == 200 and json.loads(body)["pane"]["id"] == "%3"
         status, body = await run(
-            in_pty(curl(api.path, "/v1/panes?window=self&detail=summary")), stdin=slave)
+            in_pty(curl(api.path, "/v1/panes?window=self&detail=summary")), stdin=slave
+        )
         assert [p["id"] for p in json.loads(body)["panes"]] == ["%3", "%4"]
-        status, body = await run(in_pty(curl(api.path, "/v1/panes/self/neighbors/right")),
-                                 stdin=slave)
+        status, body = await run(
+            in_pty(curl(api.path, "/v1/panes/self/neighbors/right")), stdin=slave
+        )
         assert json.loads(body)["panes"] == [{"id": "%4", "index": 1, "shared": 40}]
 
 
@@ -108,7 +110,8 @@ async def test_tmux_pane_is_only_a_hint(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
         hub.update(spec_state(A, tty3=path))
         status, body = await run(
-            in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%4"))
+            in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%4")
+        )
     assert status == 200
     answer = json.loads(body)
     assert answer["location"]["pane"]["id"] == "%3"  # the tty decides, not the variable
@@ -119,7 +122,8 @@ async def test_a_tty_that_is_no_pane(api: Api, hub: Hub) -> None:
     hub.update(spec_state(A))
     with pty() as (slave, path):
         status, body = await run(
-            in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%3"))
+            in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%3")
+        )
     assert status == 200
     answer = json.loads(body)
     assert (answer["inside_tmux"], answer["reason"]) == (False, "tty_not_a_pane")
@@ -161,24 +165,29 @@ def no_tty_child_of_pty_shell(argv: list[str]) -> list[str]:
 async def test_no_controlling_tty_gives_the_ancestor_pane(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
         hub.update(spec_state(A, tty3=path))
-        status, body = await run(no_tty_child_of_pty_shell(curl(api.path, "/v1/self")),
-                                 stdin=slave, env=clean_env(TMUX_PANE="%3"))
+        status, body = await run(
+            no_tty_child_of_pty_shell(curl(api.path, "/v1/self")),
+            stdin=slave,
+            env=clean_env(TMUX_PANE="%3"),
+        )
         answer = json.loads(body)
         assert (answer["inside_tmux"], answer["reason"]) == (False, "no_controlling_tty")
         assert answer["caller"]["tty"] is None
         assert answer["caller"]["ancestor_pane"] == "%3"
         assert answer["caller"]["env_pane"] == "%3"
         status, body = await run(
-            no_tty_child_of_pty_shell(curl(api.path, "/v1/self?accept=ancestor")), stdin=slave)
+            no_tty_child_of_pty_shell(curl(api.path, "/v1/self?accept=ancestor")), stdin=slave
+        )
         answer = json.loads(body)
         assert answer["inside_tmux"] is True and answer["verified_by"] == "ancestor"
         assert answer["reason"] is None and answer["location"]["pane"]["id"] == "%3"
         status, body = await run(
-            no_tty_child_of_pty_shell(curl(api.path, "/v1/panes/self")), stdin=slave)
+            no_tty_child_of_pty_shell(curl(api.path, "/v1/panes/self")), stdin=slave
+        )
         assert (status, json.loads(body)["error"]["code"]) == (404, "not_in_a_pane")
         status, body = await run(
-            no_tty_child_of_pty_shell(curl(api.path, "/v1/panes/self?accept=ancestor")),
-            stdin=slave)
+            no_tty_child_of_pty_shell(curl(api.path, "/v1/panes/self?accept=ancestor")), stdin=slave
+        )
         assert status == 200 and json.loads(body)["pane"]["id"] == "%3"
 
 
@@ -193,12 +202,21 @@ async def test_pane_self_stream_follows_the_callers_pane(api: Api, hub: Hub) -> 
     assert SETSID is not None
     with pty() as (slave, path):
         hub.update(spec_state(A, tty3=path))
-        argv = in_pty(["curl", "-sN", "--unix-socket", api.path,
-                       "http://localhost/v1/events?pane=self&format=ndjson"])
+        argv = in_pty(
+            [
+                "curl",
+                "-sN",
+                "--unix-socket",
+                api.path,
+                "http://localhost/v1/events?pane=self&format=ndjson",
+            ]
+        )
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=slave, stdout=asyncio.subprocess.PIPE, env=clean_env())
+            *argv, stdin=slave, stdout=asyncio.subprocess.PIPE, env=clean_env()
+        )
         assert proc.stdout is not None
         try:
+
             async def line() -> dict[str, Any]:
                 assert proc.stdout is not None
                 raw = await asyncio.wait_for(proc.stdout.readline(), 10)
@@ -226,8 +244,8 @@ async def test_another_uid_is_forbidden(api: Api, hub: Hub) -> None:
     assert SETPRIV is not None
     for url in ("/v1/self", "/v1/panes/3", "/v1/nothing"):
         status, body = await run(
-            [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups",
-             *curl(api.path, url)])
+            [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups", *curl(api.path, url)]
+        )
         error = json.loads(body)["error"]
         assert (status, error["code"]) == (403, "forbidden"), url
         assert "65534" in error["message"]

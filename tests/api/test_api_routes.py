@@ -60,10 +60,25 @@ async def test_pane_location_is_the_spec_example(api: Api, hub: Hub) -> None:
     assert body == {
         "server": {"socket_path": A, "pid": 4242},
         "session": {"id": "$1", "name": "work"},
-        "window": {"id": "@2", "index": 1, "name": "editor", "active": True, "zoomed": False,
-                   "layout": LAYOUT_2},
-        "pane": {"id": "%3", "index": 0, "active": True, "tty": "/dev/pts/5", "pid": 1234,
-                 "left": 0, "top": 0, "width": 79, "height": 40},
+        "window": {
+            "id": "@2",
+            "index": 1,
+            "name": "editor",
+            "active": True,
+            "zoomed": False,
+            "layout": LAYOUT_2,
+        },
+        "pane": {
+            "id": "%3",
+            "index": 0,
+            "active": True,
+            "tty": "/dev/pts/5",
+            "pid": 1234,
+            "left": 0,
+            "top": 0,
+            "width": 79,
+            "height": 40,
+        },
         "neighbors": {"above": [], "below": [], "left": [], "right": ["%4"]},
         "links": [],
     }
@@ -102,8 +117,12 @@ async def test_self_outside_tmux(api: Api, hub: Hub) -> None:
     assert set(body["caller"]) == {"pid", "tty", "env_pane", "ancestor_pane"}
     status, body, _ = await api.get("/v1/panes/self")
     assert status == 404 and error_of(body)[0] == "not_in_a_pane"
-    for url in ("/v1/panes?window=self", "/v1/panes?session=self", "/v1/panes/self/neighbors",
-                "/v1/events?pane=self"):
+    for url in (
+        "/v1/panes?window=self",
+        "/v1/panes?session=self",
+        "/v1/panes/self/neighbors",
+        "/v1/events?pane=self",
+    ):
         status, body, _ = await api.get(url)
         assert status == 404 and error_of(body)[0] == "not_in_a_pane", url
 
@@ -138,10 +157,14 @@ async def test_panes_list_and_pagination(api: Api, hub: Hub) -> None:
 
 async def test_panes_default_limit_is_100(api: Api, hub: Hub) -> None:
     wins = [Win(f"@{n}", _one_pane_layout(n)) for n in range(1, 131)]
-    hub.update(make_state(
-        A, sessions={"$1": "s"}, links=[("$1", f"@{n}", n, n == 1) for n in range(1, 131)],
-        windows=wins,
-    ))
+    hub.update(
+        make_state(
+            A,
+            sessions={"$1": "s"},
+            links=[("$1", f"@{n}", n, n == 1) for n in range(1, 131)],
+            windows=wins,
+        )
+    )
     _, body, _ = await api.get("/v1/panes")
     assert len(body["panes"]) == 100 and body["total"] == 130 and body["truncated"] is True
 
@@ -159,8 +182,15 @@ async def test_panes_summary_detail(api: Api, hub: Hub) -> None:
     assert status == 200
     first = body["panes"][0]
     assert first == {
-        "id": "%3", "index": 0, "active": True, "left": 0, "top": 0, "width": 79, "height": 40,
-        "window_id": "@2", "session_id": "$1",
+        "id": "%3",
+        "index": 0,
+        "active": True,
+        "left": 0,
+        "top": 0,
+        "width": 79,
+        "height": 40,
+        "window_id": "@2",
+        "session_id": "$1",
         "neighbors": {"above": [], "below": [], "left": [], "right": ["%4", "%5"]},
     }
     assert [p["id"] for p in body["panes"]] == ["%3", "%4", "%5"]
@@ -207,9 +237,7 @@ async def test_panes_filters(api: Api, hub: Hub, query: str, ids: list[str]) -> 
         ("accept=parent", 400, "bad_accept"),
     ],
 )
-async def test_panes_bad_queries(
-    api: Api, hub: Hub, query: str, status: int, code: str
-) -> None:
+async def test_panes_bad_queries(api: Api, hub: Hub, query: str, status: int, code: str) -> None:
     hub.update(rich_state())
     got, body, _ = await api.get(f"/v1/panes?{query}")
     assert (got, error_of(body)[0]) == (status, code)
@@ -221,8 +249,13 @@ async def test_panes_bad_queries(
 async def test_ids_on_several_servers_are_ambiguous(api: Api, hub: Hub) -> None:
     hub.update(spec_state(A))
     hub.update(spec_state(B))
-    for url in ("/v1/panes/3", "/v1/panes?window=@2", "/v1/panes?session=1",
-                "/v1/panes/3/neighbors", "/v1/events?pane=3"):
+    for url in (
+        "/v1/panes/3",
+        "/v1/panes?window=@2",
+        "/v1/panes?session=1",
+        "/v1/panes/3/neighbors",
+        "/v1/events?pane=3",
+    ):
         status, body, _ = await api.get(url)
         code, message = error_of(body)
         assert (status, code) == (409, "ambiguous"), url
@@ -247,8 +280,11 @@ async def test_neighbors(api: Api, hub: Hub) -> None:
         "right": [{"id": "%4", "index": 1, "shared": 20}, {"id": "%5", "index": 2, "shared": 19}],
     }
     status, body, _ = await api.get("/v1/panes/4/neighbors/below")
-    assert body == {"pane": "%4", "direction": "below",
-                    "panes": [{"id": "%5", "index": 2, "shared": 78}]}
+    assert body == {
+        "pane": "%4",
+        "direction": "below",
+        "panes": [{"id": "%5", "index": 2, "shared": 78}],
+    }
     status, body, _ = await api.get("/v1/panes/%257/neighbors/left")
     assert body == {"pane": "%7", "direction": "left", "panes": []}
     status, body, _ = await api.get("/v1/panes/3/neighbors/sideways")
@@ -270,7 +306,9 @@ async def test_tree(api: Api, hub: Hub) -> None:
     work, other = up["sessions"]
     assert (work["id"], work["name"], other["id"], other["name"]) == ("$1", "work", "$2", "other")
     assert [(w["id"], w["index"], w["active"]) for w in work["windows"]] == [
-        ("@2", 1, True), ("@5", 2, False)]
+        ("@2", 1, True),
+        ("@5", 2, False),
+    ]
     # A window linked into two sessions appears under each, at its index there.
     assert [(w["id"], w["index"]) for w in other["windows"]] == [("@2", 5)]
     window = work["windows"][0]
@@ -293,10 +331,22 @@ async def test_health(api: Api, hub: Hub) -> None:
     assert body["status"] == "ok" and body["subscribers"] == 0
     assert isinstance(body["version"], str) and body["uptime_s"] >= 0
     alpha = next(s for s in body["servers"] if s["socket_path"] == A)
-    assert set(alpha) == {"socket_path", "running", "sessions", "windows", "panes", "observer",
-                          "last_sync_age_s", "last_error"}
+    assert set(alpha) == {
+        "socket_path",
+        "running",
+        "sessions",
+        "windows",
+        "panes",
+        "observer",
+        "last_sync_age_s",
+        "last_error",
+    }
     assert (alpha["running"], alpha["sessions"], alpha["windows"], alpha["panes"]) == (
-        True, 2, 2, 4)
+        True,
+        2,
+        2,
+        4,
+    )
     assert alpha["observer"] == "attached" and alpha["last_sync_age_s"] >= 0
     assert alpha["last_error"] is None
     beta = next(s for s in body["servers"] if s["socket_path"] == B)
@@ -338,7 +388,8 @@ async def test_text_form_neighbors_line(api: Api, hub: Hub) -> None:
     hub.update(spec_state(A))
     _, body, _ = await api.get("/v1/panes/3?format=text&neighbors=1")
     assert body.decode().splitlines()[-1] == (
-        "neighbors: above none; below none; left none; right %4")
+        "neighbors: above none; below none; left none; right %4"
+    )
     hub.update(rich_state())
     _, body, _ = await api.get("/v1/panes/3?format=text&neighbors=1")
     assert body.endswith(b"neighbors: above none; below none; left none; right %4,%5\n")
@@ -348,13 +399,18 @@ async def test_text_form_window_name_literal(api: Api, hub: Hub) -> None:
     hub.update(rich_state(name='caf\u00e9 "x" \\ \t'))
     _, body, _ = await api.get("/v1/panes/3?format=text")
     assert body.decode("utf-8").splitlines()[1] == (
-        'session work, window 1 "caf\u00e9 \\"x\\" \\\\ \\t", pane 0 %3')
+        'session work, window 1 "caf\u00e9 \\"x\\" \\\\ \\t", pane 0 %3'
+    )
 
 
 @pytest.mark.parametrize(
     ("query", "code"),
-    [("turn=-1", "bad_turn"), ("turn=x", "bad_turn"), ("format=yaml", "bad_format"),
-     ("neighbors=2", "bad_neighbors")],
+    [
+        ("turn=-1", "bad_turn"),
+        ("turn=x", "bad_turn"),
+        ("format=yaml", "bad_format"),
+        ("neighbors=2", "bad_neighbors"),
+    ],
 )
 async def test_text_form_bad_queries(api: Api, hub: Hub, query: str, code: str) -> None:
     hub.update(spec_state(A))
@@ -367,8 +423,15 @@ async def test_text_form_bad_queries(api: Api, hub: Hub, query: str, code: str) 
 
 
 @pytest.mark.parametrize(
-    "url", ["/v1/panes/3", "/v1/panes/3?format=text", "/v1/panes", "/v1/tree",
-            "/v1/panes/3/neighbors", "/v1/self"],
+    "url",
+    [
+        "/v1/panes/3",
+        "/v1/panes/3?format=text",
+        "/v1/panes",
+        "/v1/tree",
+        "/v1/panes/3/neighbors",
+        "/v1/self",
+    ],
 )
 async def test_etag_and_304(api: Api, hub: Hub, url: str) -> None:
     hub.update(rich_state())
@@ -377,7 +440,7 @@ async def test_etag_and_304(api: Api, hub: Hub, url: str) -> None:
     assert status == 200 and etag.startswith('"') and etag.endswith('"')
     _, again, resp2 = await api.get(url)
     assert resp2.headers["ETag"] == etag and again == body
-    for header in (etag, f'W/{etag}', f'"nope", {etag}', "*"):
+    for header in (etag, f"W/{etag}", f'"nope", {etag}', "*"):
         status, body304, resp = await api.get(url, headers={"If-None-Match": header})
         assert status == 304 and body304 == b"" and resp.headers["ETag"] == etag
     status, _, _ = await api.get(url, headers={"If-None-Match": '"other"'})
@@ -447,13 +510,18 @@ async def test_a_failed_barrier_is_a_503_naming_the_servers(api: Api, hub: Hub) 
         return {A: "list-panes: no answer within 10 s"}
 
     hub.syncer = syncer
-    for method, url in (("post", "/v1/sync"), ("get", "/v1/panes/3?fresh=1"),
-                        ("get", "/v1/tree?fresh=1"), ("get", "/v1/panes?fresh=1")):
+    for method, url in (
+        ("post", "/v1/sync"),
+        ("get", "/v1/panes/3?fresh=1"),
+        ("get", "/v1/tree?fresh=1"),
+        ("get", "/v1/panes?fresh=1"),
+    ):
         status, body, resp = await getattr(api, method)(url)
         assert status == 503, url
         assert body["error"]["code"] == "sync_failed"
         assert body["error"]["servers"] == [
-            {"socket_path": A, "error": "list-panes: no answer within 10 s"}]
+            {"socket_path": A, "error": "list-panes: no answer within 10 s"}
+        ]
         assert A in body["error"]["message"]
         assert resp.headers["Retry-After"] == "1"
     assert hub.event_id() == seq  # nothing was published in its name
@@ -467,11 +535,11 @@ async def test_notify(api: Api, hub: Hub) -> None:
     hub.notifier = seen.append
     status, body, _ = await api.post("/v1/notify")
     assert (status, body) == (202, {"accepted": True})
-    status, body, _ = await api.post(
-        "/v1/notify?hook=window-renamed&server=tla-alpha&target=%253")
+    status, body, _ = await api.post("/v1/notify?hook=window-renamed&server=tla-alpha&target=%253")
     assert status == 202
     status, body, _ = await api.post(
-        "/v1/notify", json={"hook": "pane-exited", "server": A, "target": "@2", "extra": 1})
+        "/v1/notify", json={"hook": "pane-exited", "server": A, "target": "@2", "extra": 1}
+    )
     assert status == 202
     assert seen == [None, A, A]
 
@@ -568,8 +636,7 @@ async def test_tcp_needs_the_token(tcp: TcpApi, hub: Hub) -> None:
     status, body, headers = await _tcp_get(tcp.base + "/v1/panes/3")
     assert (status, error_of(body)[0]) == (401, "unauthorized")
     assert headers["WWW-Authenticate"] == "Bearer"
-    status, body, _ = await _tcp_get(tcp.base + "/v1/panes/3",
-                                     {"Authorization": "Bearer wrong"})
+    status, body, _ = await _tcp_get(tcp.base + "/v1/panes/3", {"Authorization": "Bearer wrong"})
     assert status == 401
     status, body, _ = await _tcp_get(tcp.base + "/v1/nothing")
     assert status == 401  # before routing: nothing is revealed without the token
@@ -581,14 +648,26 @@ async def test_tcp_needs_the_token(tcp: TcpApi, hub: Hub) -> None:
 
 @pytest.mark.parametrize(
     ("host", "allowed"),
-    [("127.0.0.1", True), ("127.0.0.1:{port}", True), ("localhost:{port}", True),
-     ("[::1]:{port}", True), ("[::1]", True), ("127.9.9.9", True),
-     ("evil.example:{port}", False), ("10.0.0.1", False), ("", False),
-     ("localhost.evil.example", False), ("[::2]:{port}", False)],
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.1:{port}", True),
+        ("localhost:{port}", True),
+        ("[::1]:{port}", True),
+        ("[::1]", True),
+        ("127.9.9.9", True),
+        ("evil.example:{port}", False),
+        ("10.0.0.1", False),
+        ("", False),
+        ("localhost.evil.example", False),
+        ("[::2]:{port}", False),
+    ],
 )
 async def test_tcp_host_must_be_loopback(tcp: TcpApi, hub: Hub, host: str, allowed: bool) -> None:
-    headers = {"Authorization": "Bearer s3cret", "Host": host.format(port=tcp.port),
-               "Origin": "http://evil.example"}
+    headers = {
+        "Authorization": "Bearer s3cret",
+        "Host": host.format(port=tcp.port),
+        "Origin": "http://evil.example",
+    }
     status, body, resp_headers = await _tcp_get(tcp.base + "/v1/health", headers)
     if allowed:
         assert status == 200, body
@@ -613,8 +692,9 @@ async def test_tcp_without_a_token_configured(hub: Hub) -> None:
         await web.TCPSite(runner, "127.0.0.1", 0).start()
         try:
             port = runner.addresses[0][1]
-            status, _, _ = await _tcp_get(f"http://127.0.0.1:{port}/v1/health",
-                                          {"Authorization": "Bearer "})
+            status, _, _ = await _tcp_get(
+                f"http://127.0.0.1:{port}/v1/health", {"Authorization": "Bearer "}
+            )
             assert status == 401
             status, _, _ = await served.get("/v1/health")
             assert status == 200

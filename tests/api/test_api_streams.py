@@ -115,8 +115,11 @@ async def test_snapshot_then_changes(api: Api, hub: Hub) -> None:
         hub.update(state())  # no change: no event, ever
         hub.update(state(name="renamed"))
         got = [await reader.event() for _ in range(3)]
-        assert brief(got) == [("pane.changed", "%3"), ("pane.changed", "%4"),
-                              ("pane.changed", "%5")]
+        assert brief(got) == [
+            ("pane.changed", "%3"),
+            ("pane.changed", "%4"),
+            ("pane.changed", "%5"),
+        ]
         assert all(ev["changed"] == ["window.name"] for ev in got)
         seqs = [int(ev["id"].rsplit(":", 1)[1]) for ev in got]
         assert seqs == sorted(seqs) and len(set(seqs)) == 3
@@ -146,15 +149,23 @@ async def test_server_down_and_up(api: Api, hub: Hub) -> None:
         await reader.event()
         hub.server_down(A)
         got = [await reader.event() for _ in range(5)]
-        assert brief(got) == [("pane.removed", "%3"), ("pane.removed", "%4"),
-                              ("pane.removed", "%5"), ("pane.removed", "%7"),
-                              ("server.down", "")]
+        assert brief(got) == [
+            ("pane.removed", "%3"),
+            ("pane.removed", "%4"),
+            ("pane.removed", "%5"),
+            ("pane.removed", "%7"),
+            ("server.down", ""),
+        ]
         assert got[0]["server"] == A and got[0]["last"]["pane"]["id"] == "%3"
         assert got[-1]["server"] == {"socket_path": A, "pid": 4242}
         hub.update(state())
         ev = await reader.event()
-        assert ev == {"type": "server.up", "id": ev["id"], "time": ev["time"],
-                      "server": {"socket_path": A, "pid": 4242}}
+        assert ev == {
+            "type": "server.up",
+            "id": ev["id"],
+            "time": ev["time"],
+            "server": {"socket_path": A, "pid": 4242},
+        }
         assert (await reader.event())["type"] == "pane.added"
 
 
@@ -192,8 +203,11 @@ async def test_window_filter_tells_a_leaving_pane_once(api: Api, hub: Hub) -> No
         assert sorted(p["pane"]["id"] for p in snap["panes"]) == ["%3", "%4", "%5"]
         hub.update(state(moved=True))
         got = [await reader.event() for _ in range(3)]
-        assert brief(got) == [("pane.changed", "%3"), ("pane.changed", "%4"),
-                              ("pane.changed", "%5")]
+        assert brief(got) == [
+            ("pane.changed", "%3"),
+            ("pane.changed", "%4"),
+            ("pane.changed", "%5"),
+        ]
         assert got[2]["location"]["window"]["id"] == "@5"
         hub.update(state(moved=True, logs="elsewhere"))  # %5 changes again, outside @2
         hub.update(state(moved=True, logs="elsewhere", name="marker"))
@@ -238,9 +252,7 @@ async def test_types_filter(api: Api, hub: Hub) -> None:
         ("?pane=3&format=text&turn=x", 400, "bad_turn"),
     ],
 )
-async def test_bad_stream_queries(
-    api: Api, hub: Hub, query: str, status: int, code: str
-) -> None:
+async def test_bad_stream_queries(api: Api, hub: Hub, query: str, status: int, code: str) -> None:
     hub.update(state())
     async with api.client.get(f"http://localhost/v1/events{query}") as resp:
         body = await resp.json()
@@ -258,8 +270,11 @@ async def test_resume_exactly_with_last_event_id(api: Api, hub: Hub) -> None:
         last = (await reader.event())["id"]
     hub.update(state(name="one"))
     hub.update(state(name="one", logs="two"))
-    missed = [p.event.id for p in hub.ring if int(p.event.id.rsplit(":", 1)[1]) >
-              int(last.rsplit(":", 1)[1])]
+    missed = [
+        p.event.id
+        for p in hub.ring
+        if int(p.event.id.rsplit(":", 1)[1]) > int(last.rsplit(":", 1)[1])
+    ]
     assert len(missed) == 4
     async with stream(api, headers={"Last-Event-ID": last}) as reader:
         got = [await reader.event() for _ in range(4)]
@@ -319,7 +334,8 @@ async def test_lagged_subscriber_gets_lagged_then_a_fresh_snapshot() -> None:
         snap = await reader.event()
         assert snap["type"] == "snapshot" and snap["id"] == hub.event_id()
         assert {p["window"]["name"] for p in snap["panes"] if p["window"]["id"] == "@2"} == {
-            "burst3"}
+            "burst3"
+        }
         hub.update(state(name="burst3", logs="marker"))
         assert brief(await events_until(reader, "marker")) == [("pane.changed", "%7")]
 
@@ -369,8 +385,9 @@ async def test_a_stalled_reader_is_dropped() -> None:
                 hub.update(state(extra=[Win(w.id, w.layout, name=f"w{n}") for w in many]))
                 return not hub.subscribers
 
-            await wait_until(keep_publishing, timeout=10, interval=0.02,
-                             what="the stalled stream to be dropped")
+            await wait_until(
+                keep_publishing, timeout=10, interval=0.02, what="the stalled stream to be dropped"
+            )
             assert api.app is not None and not api.app[STREAMS]
         finally:
             stalled.close()
@@ -397,8 +414,11 @@ async def test_min_interval_delivers_the_trailing_state() -> None:
         got = [await reader.event() for _ in range(3)]
         waited = time.monotonic() - t1
         # One event per pane, carrying the latest state, at the end of the interval.
-        assert brief(got) == [("pane.changed", "%3"), ("pane.changed", "%4"),
-                              ("pane.changed", "%5")]
+        assert brief(got) == [
+            ("pane.changed", "%3"),
+            ("pane.changed", "%4"),
+            ("pane.changed", "%5"),
+        ]
         assert {ev["location"]["window"]["name"] for ev in got} == {"d"}
         assert waited >= 0.3
         assert got[-1]["id"] == hub.event_id()
@@ -466,8 +486,11 @@ async def test_shutdown_ends_every_stream() -> None:
     hub = Hub()
     hub.update(state())
     async with serve_api(hub) as api:
-        async with stream(api) as a, stream(api, "?format=ndjson") as b, \
-                stream(api, "?pane=3&format=text") as c:
+        async with (
+            stream(api) as a,
+            stream(api, "?format=ndjson") as b,
+            stream(api, "?pane=3&format=text") as c,
+        ):
             for reader in (a, b):
                 await reader.event()
             await c.raw()
@@ -495,16 +518,39 @@ async def test_text_stream_sends_each_change_of_the_text(api: Api, hub: Hub) -> 
             "window active=1, pane active=1, layout b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
         ]
         # %3's pid changes: its Location changes, its text does not -> nothing sent.
-        hub.update(make_state(
-            A, sessions={"$1": "work"}, links=[("$1", "@2", 1, True)],
-            windows=[Win("@2", SPEC_LAYOUT, ttys={"%3": "/dev/pts/5"}, pids={"%3": 99},
-                         geometry_of=LAYOUT_2)],
-        ))
-        hub.update(make_state(
-            A, sessions={"$1": "work"}, links=[("$1", "@2", 1, True)],
-            windows=[Win("@2", SPEC_LAYOUT, name="vim", ttys={"%3": "/dev/pts/5"},
-                         pids={"%3": 99}, geometry_of=LAYOUT_2)],
-        ))
+        hub.update(
+            make_state(
+                A,
+                sessions={"$1": "work"},
+                links=[("$1", "@2", 1, True)],
+                windows=[
+                    Win(
+                        "@2",
+                        SPEC_LAYOUT,
+                        ttys={"%3": "/dev/pts/5"},
+                        pids={"%3": 99},
+                        geometry_of=LAYOUT_2,
+                    )
+                ],
+            )
+        )
+        hub.update(
+            make_state(
+                A,
+                sessions={"$1": "work"},
+                links=[("$1", "@2", 1, True)],
+                windows=[
+                    Win(
+                        "@2",
+                        SPEC_LAYOUT,
+                        name="vim",
+                        ttys={"%3": "/dev/pts/5"},
+                        pids={"%3": 99},
+                        geometry_of=LAYOUT_2,
+                    )
+                ],
+            )
+        )
         frame = await reader.raw()
         assert frame["event"] == "pane.changed"
         assert frame["id"] == hub.ring[-2].event.id  # %3's event; %4's (the last) is not asked for
@@ -535,8 +581,7 @@ async def test_text_stream_always_starts_from_the_text(api: Api, hub: Hub) -> No
 async def test_text_stream_lagged() -> None:
     hub = Hub()
     hub.update(state())
-    async with serve_api(hub, queue_size=1) as api, \
-            stream(api, "?pane=3&format=text") as reader:
+    async with serve_api(hub, queue_size=1) as api, stream(api, "?pane=3&format=text") as reader:
         await reader.raw()
         for n in range(3):
             hub.update(state(name=f"burst{n}"))

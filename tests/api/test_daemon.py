@@ -112,8 +112,10 @@ async def serve_quietly(
 
 
 async def get(path: str, url: str) -> tuple[int, Any]:
-    async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path)) as session, \
-            session.get("http://localhost" + url) as resp:
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path)) as session,
+        session.get("http://localhost" + url) as resp,
+    ):
         return resp.status, await resp.json()
 
 
@@ -124,25 +126,46 @@ def test_default_socket_path() -> None:
     uid = os.getuid()
     assert daemon.default_socket_path({}) == f"/tmp/tmuxlocd-{uid}/tmuxlocd.sock"
     assert daemon.default_socket_path({"XDG_RUNTIME_DIR": "/run/user/7"}) == (
-        "/run/user/7/tmuxlocd/tmuxlocd.sock")
-    assert daemon.default_socket_path(
-        {"XDG_RUNTIME_DIR": "/run/user/7", "TMUXLOCD_SOCKET": "/x/y.sock"}) == "/x/y.sock"
+        "/run/user/7/tmuxlocd/tmuxlocd.sock"
+    )
+    assert (
+        daemon.default_socket_path(
+            {"XDG_RUNTIME_DIR": "/run/user/7", "TMUXLOCD_SOCKET": "/x/y.sock"}
+        )
+        == "/x/y.sock"
+    )
     assert daemon.default_socket_path({"TMUXLOCD_SOCKET": "", "XDG_RUNTIME_DIR": ""}) == (
-        f"/tmp/tmuxlocd-{uid}/tmuxlocd.sock")
+        f"/tmp/tmuxlocd-{uid}/tmuxlocd.sock"
+    )
 
 
 @pytest.mark.parametrize(
     ("spec", "parsed"),
-    [("unix:/a/b.sock", ("unix", "/a/b.sock", 0)), ("tcp:127.0.0.1:80", ("tcp", "127.0.0.1", 80)),
-     ("tcp:[::1]:8080", ("tcp", "::1", 8080)), ("tcp:localhost:0", ("tcp", "localhost", 0))],
+    [
+        ("unix:/a/b.sock", ("unix", "/a/b.sock", 0)),
+        ("tcp:127.0.0.1:80", ("tcp", "127.0.0.1", 80)),
+        ("tcp:[::1]:8080", ("tcp", "::1", 8080)),
+        ("tcp:localhost:0", ("tcp", "localhost", 0)),
+    ],
 )
 def test_parse_listen(spec: str, parsed: tuple[str, str, int]) -> None:
     assert daemon.parse_listen(spec) == parsed
 
 
 @pytest.mark.parametrize(
-    "spec", ["", "unix:", "tcp:", "tcp:1", "tcp:127.0.0.1:", "tcp:127.0.0.1:99999",
-             "udp:127.0.0.1:1", "/a/b.sock", "tcp::80", "tcp:127.0.0.1:²"],
+    "spec",
+    [
+        "",
+        "unix:",
+        "tcp:",
+        "tcp:1",
+        "tcp:127.0.0.1:",
+        "tcp:127.0.0.1:99999",
+        "udp:127.0.0.1:1",
+        "/a/b.sock",
+        "tcp::80",
+        "tcp:127.0.0.1:²",
+    ],
 )
 def test_parse_listen_rejects(spec: str) -> None:
     with pytest.raises(ConfigError):
@@ -184,8 +207,9 @@ async def test_a_live_socket_is_not_taken_over(
     async with running(config):
         with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon"):
             assert await daemon.serve(config, shutdown=asyncio.Event()) == 1
-        assert any("another tmuxlocd is already listening" in r.getMessage()
-                   for r in caplog.records)
+        assert any(
+            "another tmuxlocd is already listening" in r.getMessage() for r in caplog.records
+        )
         assert (await get(path, "/v1/health"))[0] == 200  # the first one is untouched
 
 
@@ -228,9 +252,7 @@ async def test_unsafe_directories_are_refused(
 # ------------------------------------------------------------------------------ backlog
 
 
-def test_listen_backlog_is_the_systems_maximum(
-    tmp: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_listen_backlog_is_the_systems_maximum(tmp: str, monkeypatch: pytest.MonkeyPatch) -> None:
     somaxconn = os.path.join(tmp, "somaxconn")
     write(somaxconn, "4096\n")
     monkeypatch.setattr(daemon, "SOMAXCONN_PATH", somaxconn)
@@ -321,20 +343,22 @@ async def test_tcp_listener_and_its_token(tmp: str, watchers: list[FakeWatcher])
                 assert resp.status == 200
     # Kept across restarts: a client holding it (an SSE client resuming) is let in again.
     assert read(token_file) == token
-    async with running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d, \
-            aiohttp.ClientSession() as session:
+    async with (
+        running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d,
+        aiohttp.ClientSession() as session,
+    ):
         url = f"http://{d.names[1].removeprefix('tcp:')}/v1/health"
         async with session.get(url, headers={"Authorization": f"Bearer {token}"}) as resp:
             assert resp.status == 200
     assert read(token_file) == token
 
 
-async def test_a_rotated_token_takes_effect_at_once(
-    tmp: str, watchers: list[FakeWatcher]
-) -> None:
+async def test_a_rotated_token_takes_effect_at_once(tmp: str, watchers: list[FakeWatcher]) -> None:
     path = os.path.join(tmp, "d.sock")
-    async with running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d, \
-            aiohttp.ClientSession() as session:
+    async with (
+        running(Config(listen=(f"unix:{path}", "tcp:127.0.0.1:0"))) as d,
+        aiohttp.ClientSession() as session,
+    ):
         url = f"http://{d.names[1].removeprefix('tcp:')}/v1/health"
         old = read(os.path.join(tmp, "token"))
         new = token_mod.write_new_token(tmp)  # what `tmuxlocd token --rotate` does
@@ -380,7 +404,8 @@ async def test_tcp_only_puts_the_token_beside_the_default_socket(
 
 
 @pytest.mark.parametrize(
-    "spec", ["tcp:0.0.0.0:0", "tcp:192.0.2.1:8080", "tcp:[::]:0", "tcp:example.com:80"],
+    "spec",
+    ["tcp:0.0.0.0:0", "tcp:192.0.2.1:8080", "tcp:[::]:0", "tcp:example.com:80"],
 )
 async def test_tcp_off_loopback_is_refused(
     spec: str, tmp: str, watchers: list[FakeWatcher], caplog: pytest.LogCaptureFixture
@@ -455,8 +480,13 @@ sys.exit(asyncio.run(daemon.serve(Config(listen=tuple(sys.argv[1:])), on_ready=r
 async def start_child(*argv: str, **kw: Any) -> tuple[asyncio.subprocess.Process, list[str]]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, **kw)
+        *argv,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        **kw,
+    )
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 20)
     if not line.startswith(b"READY "):
@@ -481,9 +511,16 @@ async def test_socket_activation_refuses_a_datagram_socket(tmp: str) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
         udp.bind(("127.0.0.1", 0))
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", ACTIVATE + WRAPPER, str(udp.fileno()), pass_fds=(udp.fileno(),),
-            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-c",
+            ACTIVATE + WRAPPER,
+            str(udp.fileno()),
+            pass_fds=(udp.fileno(),),
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), 20)
     assert proc.returncode == 2 and not out
     assert b"not a listening stream socket" in err
@@ -497,7 +534,8 @@ async def test_socket_activation(tmp: str) -> None:
     fd = listener.fileno()
     try:
         proc, names = await start_child(
-            sys.executable, "-c", ACTIVATE + WRAPPER, str(fd), pass_fds=(fd,))
+            sys.executable, "-c", ACTIVATE + WRAPPER, str(fd), pass_fds=(fd,)
+        )
     finally:
         listener.close()  # the child holds its own copy
     try:

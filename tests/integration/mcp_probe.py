@@ -45,8 +45,11 @@ _SDK_SPAWN = mcp_stdio._create_platform_compatible_process
 
 
 async def _spawn_keeping_tty(
-    command: str, args: list[str], env: dict[str, str] | None = None,
-    errlog: Any = sys.stderr, cwd: Any = None,
+    command: str,
+    args: list[str],
+    env: dict[str, str] | None = None,
+    errlog: Any = sys.stderr,
+    cwd: Any = None,
 ) -> Any:
     """Start a server as a plain child: same session, same controlling tty."""
     return await anyio.open_process(
@@ -57,7 +60,7 @@ async def _spawn_keeping_tty(
 def use_spawn(spawn: str) -> None:
     """``tty``: a plain child (as most agent hosts start servers); ``setsid``: the SDK's own
     way, a new session with no controlling tty."""
-    mcp_stdio._create_platform_compatible_process = (  # type: ignore[assignment]
+    mcp_stdio._create_platform_compatible_process = (
         _spawn_keeping_tty if spawn == "tty" else _SDK_SPAWN
     )
 
@@ -82,7 +85,11 @@ class Probe:
         env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
         proc = subprocess.run(
             ["tmux", "-S", self.args.tmux, "-f", os.devnull, *argv],
-            capture_output=True, text=True, env=env, timeout=20, check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=20,
+            check=True,
         )
         return proc.stdout
 
@@ -94,8 +101,9 @@ class Probe:
 
     async def on_message(self, message: Any) -> None:
         if isinstance(message, mt.ResourceUpdatedNotification):
-            self.notes.append({"uri": message.params.uri, "phase": self.phase,
-                               "t": time.monotonic()})
+            self.notes.append(
+                {"uri": message.params.uri, "phase": self.phase, "t": time.monotonic()}
+            )
 
     def count(self, uri: str) -> int:
         return sum(1 for n in self.notes if n["uri"] == uri)
@@ -166,8 +174,11 @@ class Probe:
         for key, (name, arguments) in calls.items():
             t0 = time.monotonic()
             result = await s.call_tool(name, arguments)
-            answers[key] = {"text": text_of(result), "is_error": result.is_error,
-                            "seconds": round(time.monotonic() - t0, 4)}
+            answers[key] = {
+                "text": text_of(result),
+                "is_error": result.is_error,
+                "seconds": round(time.monotonic() - t0, 4),
+            }
         return {
             "tools": [
                 {
@@ -175,7 +186,8 @@ class Probe:
                     "description": t.description,
                     "input_schema": t.input_schema,
                     "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
-                    if t.annotations else None,
+                    if t.annotations
+                    else None,
                 }
                 for t in tools
             ],
@@ -205,8 +217,10 @@ class Probe:
         self.phase = 2
         self.tmux("split-window", "-d", "-t", me, "cat")
         self.sync()
-        await self.until(lambda: self.count(SELF_URI) >= 1 and self.count(WINDOW_URI) >= 1,
-                         "the split of this window")
+        await self.until(
+            lambda: self.count(SELF_URI) >= 1 and self.count(WINDOW_URI) >= 1,
+            "the split of this window",
+        )
         reads["2"] = resource_text(await s.read_resource(SELF_URI))
         # 3: renaming this window changes the text form, not the window's pane summary.
         self.phase = 3
@@ -218,8 +232,9 @@ class Probe:
         self.phase = 4
         self.tmux("select-pane", "-t", below)
         self.sync()
-        await self.until(lambda: self.count(SELF_URI) >= 3 and self.count(WINDOW_URI) >= 2,
-                         "the pane selection")
+        await self.until(
+            lambda: self.count(SELF_URI) >= 3 and self.count(WINDOW_URI) >= 2, "the pane selection"
+        )
         reads["4"] = resource_text(await s.read_resource(SELF_URI))
         reads["4w"] = resource_text(await s.read_resource(WINDOW_URI))
         self.phase = 5

@@ -65,8 +65,13 @@ class Env:
     rss0: int
 
     def request(
-        self, method: str, target: str, *, headers: Mapping[str, str] | None = None,
-        body: bytes | None = None, stream: bool = False,
+        self,
+        method: str,
+        target: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        stream: bool = False,
     ) -> Answer:
         conn = UnixHTTPConnection(self.sock, 10.0)
         try:
@@ -150,9 +155,21 @@ def env() -> Iterator[Env]:
     environ["PYTHONPATH"] = str(REPO)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tmuxlocd", "serve", "--listen", f"unix:{sock}",
-             "-S", srv.socket_path],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=environ, cwd=str(REPO),
+            [
+                sys.executable,
+                "-m",
+                "tmuxlocd",
+                "serve",
+                "--listen",
+                f"unix:{sock}",
+                "-S",
+                srv.socket_path,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=environ,
+            cwd=str(REPO),
             start_new_session=True,
         )
     e = Env(srv, sock, proc, log_path, 0)
@@ -169,9 +186,9 @@ def env() -> Iterator[Env]:
         yield e
         e.alive()
         assert rss_kib(proc.pid) < e.rss0 + 40 * 1024, "daemon memory grew"
-        log = e.log()
-        assert " ERROR " not in log and "Traceback" not in log, (
-            "the daemon logged errors:\n" + log[log.find(" ERROR ") - 30 :][:3000]
+        text = e.log()
+        assert " ERROR " not in text and "Traceback" not in text, (
+            "the daemon logged errors:\n" + text[text.find(" ERROR ") - 30 :][:3000]
         )
     finally:
         proc.terminate()
@@ -230,10 +247,14 @@ MALFORMED = [
     b"GET /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
     b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
     b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n",
-    (b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-     b"zz\r\nab\r\n0\r\n\r\n"),
-    (b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n"
-     b"\r\n0\r\n\r\n"),
+    (
+        b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"zz\r\nab\r\n0\r\n\r\n"
+    ),
+    (
+        b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Length: 3\r\n\r\n0\r\n\r\n"
+    ),
     b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
     b"GET /v1/health HTTP/1.1\r\nHost: x\r\n Folded: header\r\n\r\n",
     b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX: \xff\xfe\x00\r\n\r\n",
@@ -288,12 +309,17 @@ def test_huge_headers_and_bodies(env: Env) -> None:
     assert out == b"" or 400 <= int(out.split(b" ", 2)[1]) < 500
     env.alive()
     # Bodies: 64 KiB at most (SPEC §6), declared or chunked.
-    answer = env.request("POST", "/v1/notify", body=b"{" + b" " * (1 << 20) + b"}",
-                         headers={"Content-Type": "application/json"})
+    answer = env.request(
+        "POST",
+        "/v1/notify",
+        body=b"{" + b" " * (1 << 20) + b"}",
+        headers={"Content-Type": "application/json"},
+    )
     assert answer.status == 413 and answer.json["error"]["code"] == "payload_too_large"
     chunked = b"".join(b"4000\r\n" + b" " * 0x4000 + b"\r\n" for _ in range(8)) + b"0\r\n\r\n"
-    out = env.raw(b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                  + chunked)
+    out = env.raw(
+        b"POST /v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked
+    )
     assert int(out.split(b" ", 2)[1]) == 413, out[:300]
     env.alive()
 
@@ -347,19 +373,52 @@ def test_slowloris(env: Env) -> None:
 # Ids and paths.
 
 PATHS = [
-    "/v1/panes/..%2f..", "/v1/panes/..%2F..%2Fetc%2Fpasswd", "/v1/panes/%00", "/v1/panes/%2500",
-    "/v1/panes/1%00", "/v1/panes/self%00", "/v1/panes/%ff%fe", "/v1/panes/%c0%ae%c0%ae",
-    "/v1/panes/99999999999999999999", "/v1/panes/1" + "0" * 5000, "/v1/panes/-1",
-    "/v1/panes/+1", "/v1/panes/0x1", "/v1/panes/1e3", "/v1/panes/%253", "/v1/panes/%25253",
-    "/v1/panes/%EF%BC%93", "/v1/panes/%E0%A5%A7", "/v1/panes/%E2%80%A8", "/v1/panes/%20",
-    "/v1/panes/1/neighbors/sideways", "/v1/panes/1/neighbors/%2e%2e",
-    "/v1/panes/1/neighbors/left/extra", "/v1/panes/%40", "/v1/panes/@1", "/v1/panes/$1",
-    "/v1/panes/SELF", "/v1/panes/self/neighbors/up", "/v1/../v1/health", "//v1/health",
-    "/v1/health/", "/v1//panes", "/v1/tree%00", "/v1/%2e%2e/v1/tree", "/v2/tree",
-    "/v1/panes?limit=1&limit=2", "/v1/panes?window=%40%40", "/v1/panes?session=%24%24",
-    "/v1/panes?server=..%2f..%2f..", "/v1/panes?server=%00", "/v1/panes?server=" + "a" * 5000,
-    "/v1/panes?pane=1&pane=self", "/v1/events?since=%00", "/v1/events?since=x:1:2",
-    "/v1/events?since=" + "9" * 400, "/v1/events?types=pane.added%00",
+    "/v1/panes/..%2f..",
+    "/v1/panes/..%2F..%2Fetc%2Fpasswd",
+    "/v1/panes/%00",
+    "/v1/panes/%2500",
+    "/v1/panes/1%00",
+    "/v1/panes/self%00",
+    "/v1/panes/%ff%fe",
+    "/v1/panes/%c0%ae%c0%ae",
+    "/v1/panes/99999999999999999999",
+    "/v1/panes/1" + "0" * 5000,
+    "/v1/panes/-1",
+    "/v1/panes/+1",
+    "/v1/panes/0x1",
+    "/v1/panes/1e3",
+    "/v1/panes/%253",
+    "/v1/panes/%25253",
+    "/v1/panes/%EF%BC%93",
+    "/v1/panes/%E0%A5%A7",
+    "/v1/panes/%E2%80%A8",
+    "/v1/panes/%20",
+    "/v1/panes/1/neighbors/sideways",
+    "/v1/panes/1/neighbors/%2e%2e",
+    "/v1/panes/1/neighbors/left/extra",
+    "/v1/panes/%40",
+    "/v1/panes/@1",
+    "/v1/panes/$1",
+    "/v1/panes/SELF",
+    "/v1/panes/self/neighbors/up",
+    "/v1/../v1/health",
+    "//v1/health",
+    "/v1/health/",
+    "/v1//panes",
+    "/v1/tree%00",
+    "/v1/%2e%2e/v1/tree",
+    "/v2/tree",
+    "/v1/panes?limit=1&limit=2",
+    "/v1/panes?window=%40%40",
+    "/v1/panes?session=%24%24",
+    "/v1/panes?server=..%2f..%2f..",
+    "/v1/panes?server=%00",
+    "/v1/panes?server=" + "a" * 5000,
+    "/v1/panes?pane=1&pane=self",
+    "/v1/events?since=%00",
+    "/v1/events?since=x:1:2",
+    "/v1/events?since=" + "9" * 400,
+    "/v1/events?types=pane.added%00",
 ]
 
 
@@ -370,9 +429,13 @@ def test_path_tricks(env: Env) -> None:
             check_answer(answer, f"{method} {path[:80]}")
             # Only a spelling of a pane id may find one (%2500 is "%00", pane %0).
             segment = urllib.parse.unquote([*path.split("/"), "", "", ""][3])
-            if (path.startswith("/v1/panes/") and method == "GET" and "?" not in path
-                    and "/neighbors" not in path
-                    and not re.fullmatch(r"%?[0-9]{1,9}", segment)):
+            if (
+                path.startswith("/v1/panes/")
+                and method == "GET"
+                and "?" not in path
+                and "/neighbors" not in path
+                and not re.fullmatch(r"%?[0-9]{1,9}", segment)
+            ):
                 assert answer.status in (400, 404), f"{path}: {answer.status}"
     env.alive()
 
@@ -381,9 +444,14 @@ def test_path_tricks(env: Env) -> None:
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 def test_fuzzed_ids(env: Env, ident: str) -> None:
     quoted = urllib.parse.quote(ident.encode("utf-8", "surrogatepass"), safe="")
-    for path in (f"/v1/panes/{quoted}", f"/v1/panes/{quoted}/neighbors",
-                 f"/v1/panes/1/neighbors/{quoted}", f"/v1/panes?window={quoted}",
-                 f"/v1/panes?session={quoted}", f"/v1/panes?server={quoted}"):
+    for path in (
+        f"/v1/panes/{quoted}",
+        f"/v1/panes/{quoted}/neighbors",
+        f"/v1/panes/1/neighbors/{quoted}",
+        f"/v1/panes?window={quoted}",
+        f"/v1/panes?session={quoted}",
+        f"/v1/panes?server={quoted}",
+    ):
         answer = env.request("GET", path)
         check_answer(answer, path)
 
@@ -391,26 +459,92 @@ def test_fuzzed_ids(env: Env, ident: str) -> None:
 # ----------------------------------------------------------------------------------------------
 # Every query parameter, fuzzed.
 
-NAMES = ["limit", "offset", "format", "detail", "types", "min_interval_ms", "turn", "since",
-         "pane", "window", "session", "server", "neighbors", "fresh", "accept"]
-INTERESTING = ["", "0", "1", "-1", "00", "01", "self", "%1", "@1", "$1", "@0", "$0", "%0",
-               "1e3", "0x10", "99999999999999999999", "1000", "1001", "3600000", "3600001",
-               "true", "yes", "off", "json", "text", "ndjson", "sse", "summary", "full",
-               "ancestor", "pane.added,pane.removed", "pane.added,,", "bogus", " 1", "1 ",
-               "１", "१", "\x00", "\ufeff1", "../..", "a" * 3000, "x:1", ":1", "deadbeef:0",
-               "\u2028", "日本"]
+NAMES = [
+    "limit",
+    "offset",
+    "format",
+    "detail",
+    "types",
+    "min_interval_ms",
+    "turn",
+    "since",
+    "pane",
+    "window",
+    "session",
+    "server",
+    "neighbors",
+    "fresh",
+    "accept",
+]
+INTERESTING = [
+    "",
+    "0",
+    "1",
+    "-1",
+    "00",
+    "01",
+    "self",
+    "%1",
+    "@1",
+    "$1",
+    "@0",
+    "$0",
+    "%0",
+    "1e3",
+    "0x10",
+    "99999999999999999999",
+    "1000",
+    "1001",
+    "3600000",
+    "3600001",
+    "true",
+    "yes",
+    "off",
+    "json",
+    "text",
+    "ndjson",
+    "sse",
+    "summary",
+    "full",
+    "ancestor",
+    "pane.added,pane.removed",
+    "pane.added,,",
+    "bogus",
+    " 1",
+    "1 ",
+    "１",
+    "१",
+    "\x00",
+    "\ufeff1",
+    "../..",
+    "a" * 3000,
+    "x:1",
+    ":1",
+    "deadbeef:0",
+    "\u2028",
+    "日本",
+]
 VALUE = st.one_of(
     st.sampled_from(INTERESTING),
     st.integers(min_value=-(10**12), max_value=10**12).map(str),
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=20),
     st.binary(max_size=12).map(lambda b: b.decode("latin-1")),
 )
-ENDPOINT = st.sampled_from([
-    ("GET", "/v1/self"), ("GET", "/v1/panes"), ("GET", "/v1/panes/0"),
-    ("GET", "/v1/panes/0/neighbors"), ("GET", "/v1/panes/0/neighbors/left"),
-    ("GET", "/v1/panes/self"), ("GET", "/v1/tree"), ("GET", "/v1/health"),
-    ("GET", "/v1/events"), ("POST", "/v1/sync"), ("POST", "/v1/notify"),
-])
+ENDPOINT = st.sampled_from(
+    [
+        ("GET", "/v1/self"),
+        ("GET", "/v1/panes"),
+        ("GET", "/v1/panes/0"),
+        ("GET", "/v1/panes/0/neighbors"),
+        ("GET", "/v1/panes/0/neighbors/left"),
+        ("GET", "/v1/panes/self"),
+        ("GET", "/v1/tree"),
+        ("GET", "/v1/health"),
+        ("GET", "/v1/events"),
+        ("POST", "/v1/sync"),
+        ("POST", "/v1/notify"),
+    ]
+)
 
 
 HTTP_LINE_MAX = 8000  # aiohttp refuses a request line over 8,190 bytes
@@ -418,18 +552,24 @@ HTTP_LINE_MAX = 8000  # aiohttp refuses a request line over 8,190 bytes
 
 def query_string(params: list[tuple[str, str]]) -> str:
     return "&".join(
-        f"{k}={urllib.parse.quote(v.encode('utf-8', 'surrogatepass'), safe='')}"
-        for k, v in params
+        f"{k}={urllib.parse.quote(v.encode('utf-8', 'surrogatepass'), safe='')}" for k, v in params
     )
 
 
-@given(ENDPOINT, st.lists(st.tuples(st.sampled_from(NAMES), VALUE), max_size=5),
-       st.sampled_from([None, "text/plain", "application/x-ndjson", "*/*", "application/json"]),
-       st.one_of(st.none(), st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E),
-                                    max_size=40)))
+@given(
+    ENDPOINT,
+    st.lists(st.tuples(st.sampled_from(NAMES), VALUE), max_size=5),
+    st.sampled_from([None, "text/plain", "application/x-ndjson", "*/*", "application/json"]),
+    st.one_of(
+        st.none(), st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40)
+    ),
+)
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 def test_fuzzed_query_parameters(
-    env: Env, endpoint: tuple[str, str], params: list[tuple[str, str]], accept: str | None,
+    env: Env,
+    endpoint: tuple[str, str],
+    params: list[tuple[str, str]],
+    accept: str | None,
     last_event_id: str | None,
 ) -> None:
     method, path = endpoint
@@ -452,20 +592,28 @@ def test_fuzzed_query_parameters(
             assert json.loads(first)["type"] in ("snapshot", "reset")
 
 
-@given(st.one_of(
-    st.binary(max_size=300),
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-            st.sampled_from(["hook", "server", "target", "x", ""]) | st.text(max_size=5),
-            inner, max_size=4),
-        max_leaves=10,
-    ).map(lambda v: json.dumps(v).encode()),
-))
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(
+                    st.sampled_from(["hook", "server", "target", "x", ""]) | st.text(max_size=5),
+                    inner,
+                    max_size=4,
+                )
+            ),
+            max_leaves=10,
+        ).map(lambda v: json.dumps(v).encode()),
+    )
+)
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 def test_fuzzed_notify_bodies(env: Env, body: bytes) -> None:
-    answer = env.request("POST", "/v1/notify", body=body,
-                         headers={"Content-Type": "application/json"})
+    answer = env.request(
+        "POST", "/v1/notify", body=body, headers={"Content-Type": "application/json"}
+    )
     check_answer(answer, f"notify {body[:100]!r}")
     assert answer.status in (202, 400), answer.status
 
@@ -498,9 +646,21 @@ SESSION_RENAMES = [
 def tmux_names(srv: TmuxServer) -> tuple[dict[str, str], dict[str, str]]:
     """(window id -> name, session id -> name) as tmux has them, decoded."""
     out = subprocess.run(
-        srv.argv("-u", "list-windows", "-a", "-F", "W\t#{window_id}\t#{window_name}", ";",
-                 "list-sessions", "-F", "S\t#{session_id}\t#{session_name}"),
-        capture_output=True, env=tmux_env(), check=True, timeout=20,
+        srv.argv(
+            "-u",
+            "list-windows",
+            "-a",
+            "-F",
+            "W\t#{window_id}\t#{window_name}",
+            ";",
+            "list-sessions",
+            "-F",
+            "S\t#{session_id}\t#{session_name}",
+        ),
+        capture_output=True,
+        env=tmux_env(),
+        check=True,
+        timeout=20,
     ).stdout.decode("utf-8", "replace")
     windows: dict[str, str] = {}
     sessions: dict[str, str] = {}
@@ -523,8 +683,9 @@ def test_hostile_tmux_names(env: Env) -> None:
     srv = env.srv
     sessions = srv.run("list-sessions", "-F", "#{session_id}").split()
     for i, name in enumerate(WINDOW_RENAMES):
-        wid = srv.run("new-window", "-d", "-P", "-F", "#{window_id}", "-t",
-                      f"{sessions[i % 2]}:").strip()
+        wid = srv.run(
+            "new-window", "-d", "-P", "-F", "#{window_id}", "-t", f"{sessions[i % 2]}:"
+        ).strip()
         srv.run("rename-window", "-t", wid, "--", name)
     for name in RAW_WINDOW_NAMES:
         srv.run("new-window", "-d", "-n", name, "-t", f"{sessions[0]}:")
@@ -537,8 +698,7 @@ def test_hostile_tmux_names(env: Env) -> None:
     tree = env.request("GET", "/v1/tree")
     assert tree.status == 200
     data = json.loads(tree.body)  # valid JSON whatever the names
-    got_windows = {w["id"]: w["name"] for s in data["servers"][0]["sessions"]
-                   for w in s["windows"]}
+    got_windows = {w["id"]: w["name"] for s in data["servers"][0]["sessions"] for w in s["windows"]}
     got_sessions = {s["id"]: s["name"] for s in data["servers"][0]["sessions"]}
     assert got_windows == windows
     assert got_sessions == session_names

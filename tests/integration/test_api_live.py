@@ -67,8 +67,11 @@ class Live:
     async def tmux(self, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
         proc = await asyncio.create_subprocess_exec(
-            *self.srv.argv(*args), env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            *self.srv.argv(*args),
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), 20)
         assert proc.returncode == 0, f"tmux {args}: {err.decode()}"
         return out.decode().rstrip("\n")
@@ -78,7 +81,8 @@ class Live:
         ready: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
         config = Config(socket_path=(self.srv.socket_path,), listen=(f"unix:{self.socket}",))
         self.task = asyncio.create_task(
-            daemon.serve(config, shutdown=self.shutdown, on_ready=ready.set_result))
+            daemon.serve(config, shutdown=self.shutdown, on_ready=ready.set_result)
+        )
         either: set[asyncio.Future[Any]] = {self.task, ready}
         await asyncio.wait(either, timeout=20, return_when=asyncio.FIRST_COMPLETED)
         assert ready.done(), "the daemon did not start"
@@ -109,18 +113,21 @@ class Live:
             return str((await resp.json())["seq"])
 
     def curl(self, url: str, *extra: str) -> str:
-        return shlex.join(["curl", "-s", *extra, "--unix-socket", self.socket,
-                           "http://localhost" + url])
+        return shlex.join(
+            ["curl", "-s", *extra, "--unix-socket", self.socket, "http://localhost" + url]
+        )
 
     async def in_new_window(self, command: str) -> tuple[str, str]:
         """Run ``command`` in a new window's pane (kept open); (pane id, window id)."""
-        out = await self.tmux("new-window", "-d", "-P", "-F", "#{pane_id} #{window_id}",
-                              f"{command}; sleep 600")
+        out = await self.tmux(
+            "new-window", "-d", "-P", "-F", "#{pane_id} #{window_id}", f"{command}; sleep 600"
+        )
         pane, window = out.split()
         return pane, window
 
     async def answer(self, path: Path) -> dict[str, Any]:
         """The JSON a pane's client wrote to ``path`` (waiting for all of it)."""
+
         def complete() -> bool:
             try:
                 json.loads(read_text(path))
@@ -217,7 +224,7 @@ class PaneStream:
         found: list[dict[str, Any]] = []
 
         def check() -> bool:
-            events = self.lines()[self.seen:]
+            events = self.lines()[self.seen :]
             for i, ev in enumerate(events):
                 if predicate(ev):
                     found[:] = events[: i + 1]
@@ -235,8 +242,10 @@ def renamed(name: str) -> Any:
 
 async def test_pane_self_stream(live: Live) -> None:
     out = live.dir / "events.ndjson"
-    command = (f"{live.curl('/v1/sync', '-X', 'POST')} >/dev/null; "
-               f"{live.curl('/v1/events?pane=self&format=ndjson', '-N')} >{out}")
+    command = (
+        f"{live.curl('/v1/sync', '-X', 'POST')} >/dev/null; "
+        f"{live.curl('/v1/events?pane=self&format=ndjson', '-N')} >{out}"
+    )
     pane, window = await live.in_new_window(command)
     stream = PaneStream(out)
     snap = (await stream.until(lambda ev: ev["type"] == "snapshot", "the snapshot"))[-1]
@@ -265,12 +274,14 @@ async def test_pane_self_stream(live: Live) -> None:
     await live.tmux("break-pane", "-d", "-s", pane)
     moved = await stream.until(
         lambda ev: ev.get("location", {}).get("window", {}).get("id") not in (None, window),
-        "the pane in its new window")
+        "the pane in its new window",
+    )
     assert all(ev["location"]["pane"]["id"] == pane for ev in moved)
     await live.tmux("join-pane", "-d", "-s", pane, "-t", window)
     back = await stream.until(
         lambda ev: ev.get("location", {}).get("window", {}).get("id") == window,
-        "the pane back in its window")
+        "the pane back in its window",
+    )
     assert back[-1]["type"] == "pane.changed" and "window.id" in back[-1]["changed"]
     await live.sync()
     await live.tmux("rename-window", "-t", window, "marker3")
@@ -331,18 +342,30 @@ async def test_sigterm_with_50_streams() -> None:
     proc: asyncio.subprocess.Process | None = None
     try:
         env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
-        env.update(PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(rig.dir / "config"),
-                   TMUX_TMPDIR=str(rig.dir))
+        env.update(
+            PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(rig.dir / "config"), TMUX_TMPDIR=str(rig.dir)
+        )
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tmuxlocd", "serve", "-S", rig.srv.socket_path,
-            "--listen", f"unix:{rig.socket}", env=env, cwd=ROOT,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "tmuxlocd",
+            "serve",
+            "-S",
+            rig.srv.socket_path,
+            "--listen",
+            f"unix:{rig.socket}",
+            env=env,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
 
         async def answers() -> bool:
             try:
-                async with aiohttp.ClientSession(
-                    connector=aiohttp.UnixConnector(path=rig.socket)
-                ) as s, s.get("http://localhost/v1/health") as resp:
+                async with (
+                    aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=rig.socket)) as s,
+                    s.get("http://localhost/v1/health") as resp,
+                ):
                     body = await resp.json()
                     return bool(body["servers"] and body["servers"][0]["observer"] == "attached")
             except (aiohttp.ClientError, OSError):
@@ -350,12 +373,13 @@ async def test_sigterm_with_50_streams() -> None:
 
         await wait_until(answers, 20, what="the daemon to attach")
         await wait_until(
-            lambda: f"[{HOOK_INDEX}]" in rig.srv.run("show-hooks", "-gw"), 10,
-            what="its hooks")
+            lambda: f"[{HOOK_INDEX}]" in rig.srv.run("show-hooks", "-gw"), 10, what="its hooks"
+        )
         connector = aiohttp.UnixConnector(path=rig.socket, limit=0)
         async with aiohttp.ClientSession(connector=connector) as session:
             responses = [
-                await session.get("http://localhost/v1/events?format=ndjson") for _ in range(50)]
+                await session.get("http://localhost/v1/events?format=ndjson") for _ in range(50)
+            ]
             readers = [StreamReader(resp) for resp in responses]
             for reader in readers:
                 assert (await reader.event())["type"] == "snapshot"

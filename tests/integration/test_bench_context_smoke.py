@@ -25,12 +25,22 @@ def test_quick_run_prints_every_row() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     proc = subprocess.run(
         [sys.executable, "-m", "bench.context", "--quick"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=110, check=False,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
-    for name in ("python -c pass", "seed's read", "python -S context.py: prompt, unchanged |",
-                 "python -S context.py: prompt, changed |", "tmuxlocd context: prompt"):
+    for name in (
+        "python -c pass",
+        "seed's read",
+        "python -S context.py: prompt, unchanged |",
+        "python -S context.py: prompt, changed |",
+        "tmuxlocd context: prompt",
+    ):
         assert any(name in row for row in rows), f"no {name!r} row in:\n{proc.stdout}"
     unchanged = next(r for r in rows if "python -S context.py: prompt, unchanged |" in r)
     assert unchanged.rstrip(" |").endswith("| 0 | 0"), unchanged  # nothing to the model

@@ -32,7 +32,6 @@ pytestmark = [
 ]
 
 
-
 def report(figures: dict[str, Any]) -> None:
     path = os.environ.get("TMUXLOCD_CHAOS_REPORT")
     if path:
@@ -40,8 +39,12 @@ def report(figures: dict[str, Any]) -> None:
             f.write(json.dumps(figures) + "\n")
 
 
-@settings(max_examples=int(os.environ.get("TMUXLOCD_CHAOS_EXAMPLES", "5")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow], derandomize=bool(os.environ.get("CI")))
+@settings(
+    max_examples=int(os.environ.get("TMUXLOCD_CHAOS_EXAMPLES", "5")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=bool(os.environ.get("CI")),
+)
 @given(
     kinds=st.sets(st.sampled_from(SOFT_KINDS), min_size=1).map(lambda s: tuple(sorted(s))),
     rate=st.sampled_from((0.05, 0.2, 0.5)),
@@ -57,8 +60,17 @@ def test_whatever_is_injected_the_model_converges(
             answers = await walk_under_chaos(run, steps)
             injected = run.chaos.injected()
             took = await recover(run)
-            report({"kinds": kinds, "rate": rate, "seed": seed, "steps": steps,
-                    "injected": injected, "converge_s": round(took, 3), **answers})
+            report(
+                {
+                    "kinds": kinds,
+                    "rate": rate,
+                    "seed": seed,
+                    "steps": steps,
+                    "injected": injected,
+                    "converge_s": round(took, 3),
+                    **answers,
+                }
+            )
 
     asyncio.run(example())
 

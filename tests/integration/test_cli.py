@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig, run_cli
+from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig, private_rig, run_cli, running_daemon
 from tests.tmuxtest import TMUX
 
 pytestmark = [
@@ -29,23 +29,15 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        rig.start_tmux()
-        rig.tmux.run("split-window", "-h", "-t", "main")  # main: %0 left, %1 right
+    with private_rig(split=True) as rig:  # main: %0 left, %1 right
         rig.tmux.run("rename-window", "-t", "@0", "main0")
         yield rig
-    finally:
-        rig.cleanup()
 
 
 @pytest.fixture(scope="module")
 def daemon(rig: Rig) -> Iterator[Daemon]:
-    d = Daemon(rig).wait_ready()
-    try:
+    with running_daemon(rig) as d:
         yield d
-    finally:
-        assert d.stop() == 0, d.logs()
 
 
 def where_cmd(*args: str) -> str:
@@ -146,7 +138,11 @@ def test_notify_is_silent_without_daemon(rig: Rig, runner: str) -> None:
     env = rig.env(TMUXLOCD_SOCKET=str(rig.root / "nobody.sock"))
     for extra in ([], ["--hook", "after-split-window", "--server", "/x y"], ["--bogus", "1"]):
         res = subprocess.run(
-            [*argv, "notify", *extra], check=False, env=env, capture_output=True, timeout=20,
+            [*argv, "notify", *extra],
+            check=False,
+            env=env,
+            capture_output=True,
+            timeout=20,
             cwd=REPO,
         )
         assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
@@ -247,8 +243,13 @@ class Watch:
 
     def __init__(self, rig: Rig, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "tmuxlocd", "watch", *args], env=rig.env(), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True, cwd=REPO,
+            [PYTHON, "-m", "tmuxlocd", "watch", *args],
+            env=rig.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=REPO,
         )
         assert self.proc.stdout is not None
         self.sel = selectors.DefaultSelector()
@@ -295,8 +296,11 @@ def test_watch_text(rig: Rig, daemon: Daemon) -> None:
         pane = rig.tmux.run("split-window", "-d", "-t", "%1", "-P", "-F", "#{pane_id}").strip()
         # The new pane is added and %1 shrinks (and %0 gains a neighbour), in some order.
         seen = watch.until(lambda line: " added " in line)
-        seen += watch.until(lambda line: " changed %1 " in line) if not any(
-            " changed %1 " in line for line in seen) else []
+        seen += (
+            watch.until(lambda line: " changed %1 " in line)
+            if not any(" changed %1 " in line for line in seen)
+            else []
+        )
         added = [line for line in seen if " added " in line]
         assert f" added {pane} session main window 0 " in added[0]
         rig.tmux.run("kill-pane", "-t", pane)
@@ -340,15 +344,17 @@ def test_serve_refuses_tcp_off_loopback(rig: Rig) -> None:
 
 
 def test_second_daemon_on_a_live_socket_exits_1(rig: Rig, daemon: Daemon) -> None:
-    res = run_cli(rig, "serve", "-S", rig.tmux.socket_path, "--listen",
-                  f"unix:{rig.daemon_socket}")
+    res = run_cli(rig, "serve", "-S", rig.tmux.socket_path, "--listen", f"unix:{rig.daemon_socket}")
     assert res.returncode == 1
     assert daemon.healthy()
 
 
 def test_mcp_without_the_extra(rig: Rig) -> None:
     probe = subprocess.run(
-        [PYTHON, "-c", "import tmuxlocd.mcp"], check=False, env=rig.env(), capture_output=True,
+        [PYTHON, "-c", "import tmuxlocd.mcp"],
+        check=False,
+        env=rig.env(),
+        capture_output=True,
         cwd=REPO,
     )
     if probe.returncode == 0:

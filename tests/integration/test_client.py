@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import PYTHON, Daemon, Rig, poll
-from tests.tmuxtest import TMUX
+from tests.daemontest import PYTHON, Daemon, Rig, private_rig, running_daemon
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.client import (
     AsyncClient,
     Client,
@@ -34,22 +34,14 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        rig.start_tmux()
-        rig.tmux.run("split-window", "-h", "-t", "main")  # %0 left, %1 right
+    with private_rig(split=True) as rig:  # %0 left, %1 right
         yield rig
-    finally:
-        rig.cleanup()
 
 
 @pytest.fixture(scope="module")
 def daemon(rig: Rig) -> Iterator[Daemon]:
-    d = Daemon(rig).wait_ready()
-    try:
+    with running_daemon(rig) as d:
         yield d
-    finally:
-        assert d.stop() == 0, d.logs()
 
 
 class Proxy:
@@ -214,10 +206,15 @@ def test_accept_ancestor_from_a_process_without_tty(rig: Rig, daemon: Daemon) ->
         "print(json.dumps([a.inside_tmux, a.reason, a.caller.ancestor_pane, b.inside_tmux, "
         "b.verified_by, b.location.pane.id if b.location else None]))"
     )
-    run = rig.run_in_pane(f"{PYTHON} -c \"{code}\"")
+    run = rig.run_in_pane(f'{PYTHON} -c "{code}"')
     assert run.rc == 0, run.err
     assert json.loads(run.out) == [
-        False, "no_controlling_tty", run.pane, True, "ancestor", run.pane
+        False,
+        "no_controlling_tty",
+        run.pane,
+        True,
+        "ancestor",
+        run.pane,
     ]
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.daemontest import REPO, SCRIPT, Daemon, Rig, poll
-from tests.tmuxtest import TMUX
+from tests.daemontest import REPO, SCRIPT, Daemon, Rig, private_rig
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.install import this_hook
 
 pytestmark = [
@@ -62,13 +62,18 @@ def prompt(harness: str, session: str, text: str = "which pane is below me?") ->
     return event(harness, PROMPT[harness], session, prompt=text)
 
 
-def after_tool(harness: str, session: str, command: str = "tmux break-pane") -> dict[str, Any]:
+TOOL_COMMAND = "tmux break-pane"  # tmux: the command a hook reports, never run
+
+
+def after_tool(harness: str, session: str, command: str = TOOL_COMMAND) -> dict[str, Any]:
     tool = {"claude": "Bash", "codex": "Bash", "gemini": "run_shell_command"}[harness]
     response: Any = {"stdout": "", "stderr": "", "interrupted": False}
     if harness == "gemini":
         response = {"llmContent": "", "returnDisplay": ""}
     extra: dict[str, Any] = {
-        "tool_name": tool, "tool_input": {"command": command}, "tool_response": response,
+        "tool_name": tool,
+        "tool_input": {"command": command},
+        "tool_response": response,
     }
     if harness != "gemini":
         extra["tool_use_id"] = f"toolu_{time.monotonic_ns()}"
@@ -112,7 +117,11 @@ class Agent:
         self.n = 0
 
     def hook(
-        self, harness: str, sent: dict[str, Any] | bytes, *args: str, setsid: bool = False,
+        self,
+        harness: str,
+        sent: dict[str, Any] | bytes,
+        *args: str,
+        setsid: bool = False,
         launcher: list[str] | None = None,
     ) -> str | None:
         """Run ``tmuxlocd context <harness> ARGS`` in the pane with ``sent`` on stdin; check
@@ -161,21 +170,8 @@ class Agent:
 
 @pytest.fixture
 def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        rig.start_tmux()
+    with private_rig(start=True) as rig:
         yield rig
-    finally:
-        rig.cleanup()
-
-
-@pytest.fixture
-def daemon(rig: Rig) -> Iterator[Daemon]:
-    d = Daemon(rig).wait_ready()
-    try:
-        yield d
-    finally:
-        assert d.stop() == 0, d.logs()
 
 
 @pytest.fixture(params=["daemon", "no daemon"])
@@ -211,8 +207,9 @@ def test_a_prompt_injects_once_then_on_change(rig: Rig, mode: str, harness: str)
 
     assert agent.hook(harness, prompt(harness, "s1")) is None  # unchanged: nothing at all
 
-    below = rig.tmux.run("split-window", "-d", "-v", "-t", agent.pane, "-P", "-F",
-                         "#{pane_id}", "cat").strip()
+    below = rig.tmux.run(
+        "split-window", "-d", "-v", "-t", agent.pane, "-P", "-F", "#{pane_id}", "cat"
+    ).strip()
     third = agent.hook(harness, prompt(harness, "s1"))
     assert third is not None
     assert third.splitlines()[0] == "tmux location (turn 3):"
@@ -319,9 +316,16 @@ def test_a_hook_in_a_new_session_is_placed_by_its_ancestor(rig: Rig, mode: str) 
 
 @pytest.mark.parametrize(
     "garbage",
-    [b"", b"not json", b"[1, 2]", b'{"hook_event_name": "UserPromptSubmit"}',
-     b'{"hook_event_name": "Stop", "session_id": "s1"}', b'{"session_id": 3}',
-     b"\xff\xfe{", b"[" * 100_000],
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b'{"hook_event_name": "UserPromptSubmit"}',
+        b'{"hook_event_name": "Stop", "session_id": "s1"}',
+        b'{"session_id": 3}',
+        b"\xff\xfe{",
+        b"[" * 100_000,
+    ],
 )
 def test_garbage_stdin(rig: Rig, daemon: Daemon, garbage: bytes) -> None:
     agent = Agent(rig, "a")
@@ -337,8 +341,14 @@ def test_unknown_harness_and_bad_arguments(rig: Rig, daemon: Daemon) -> None:
 def run_outside(rig: Rig, harness: str, sent: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     """The hook from the test process, in a new session: no tty, no ancestor in a pane."""
     return subprocess.run(
-        [SCRIPT, "context", harness], input=json.dumps(sent), capture_output=True, text=True,
-        env=rig.env(), timeout=20, start_new_session=True, check=False,
+        [SCRIPT, "context", harness],
+        input=json.dumps(sent),
+        capture_output=True,
+        text=True,
+        env=rig.env(),
+        timeout=20,
+        start_new_session=True,
+        check=False,
     )
 
 

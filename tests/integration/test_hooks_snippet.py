@@ -1,4 +1,5 @@
-"""hooks/tmux.conf.snippet sourced into a private tmux server, next to a daemon that installs
+"""The hooks snippet (tmuxlocd/data/tmux.conf.snippet; hooks/ links to it) sourced into a
+private tmux server, next to a daemon that installs
 no hooks of its own: the snippet's hooks call ``tmuxlocd notify`` and the change reaches a
 subscriber; the user's own hooks stay where they were."""
 
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig, poll
-from tests.tmuxtest import TMUX
+from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.client import Client
 from tmuxlocd.events import Event, PaneAdded
 
@@ -22,7 +23,7 @@ pytestmark = [
     pytest.mark.skipif(TMUX is None, reason="needs tmux"),
 ]
 
-SNIPPET = Path(REPO) / "hooks" / "tmux.conf.snippet"
+SNIPPET = Path(REPO) / "tmuxlocd" / "data" / "tmux.conf.snippet"  # also hooks/, a link
 INDEX = 7742
 
 # Every location-relevant hook of tmux 3.2-3.5 (see the snippet's comments).
@@ -120,10 +121,16 @@ def test_snippet_removal_lines(rig: Rig) -> None:
 def test_hooks_without_daemon_are_silent(rig: Rig) -> None:
     rig.tmux.run("source-file", str(SNIPPET))
     rig.tmux.run("split-window", "-d", "-t", "main")
-    poll(lambda: any("--hook after-split-window" in line for line in notify_log(rig)), 10,
-         "the after-split-window hook to run tmuxlocd notify")
-    poll(lambda: any("--hook window-layout-changed" in line for line in notify_log(rig)), 10,
-         "the window-layout-changed hook")
+    poll(
+        lambda: any("--hook after-split-window" in line for line in notify_log(rig)),
+        10,
+        "the after-split-window hook to run tmuxlocd notify",
+    )
+    poll(
+        lambda: any("--hook window-layout-changed" in line for line in notify_log(rig)),
+        10,
+        "the window-layout-changed hook",
+    )
     assert no_pane_in_a_mode(rig)
     assert rig.tmux.run("show-option", "-gv", "@user-split").strip() == "1"  # user hook ran
 

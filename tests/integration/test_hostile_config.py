@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.daemontest import Daemon, Rig, poll, run_cli
-from tests.tmuxtest import TMUX
+from tests.daemontest import Daemon, Rig, run_cli
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.client import Client, SyncFailedError
 from tmuxlocd.spelling import spellings
 
@@ -33,20 +32,25 @@ pytestmark = [
 CONVERGE = 3.0  # seconds: from tmux answering sanely again to the model being right
 
 
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        yield rig
-    finally:
-        rig.cleanup()
-
-
 def curl(daemon: Daemon, method: str, path: str, timeout: float = 30.0) -> tuple[int, Any]:
     proc = subprocess.run(
-        ["curl", "-sS", "--unix-socket", daemon.socket, "-X", method, "-o", "-",
-         "-w", "\n%{http_code}", f"http://localhost{path}"],
-        capture_output=True, text=True, timeout=timeout, check=False,
+        [
+            "curl",
+            "-sS",
+            "--unix-socket",
+            daemon.socket,
+            "-X",
+            method,
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            f"http://localhost{path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     body, _, code = proc.stdout.rpartition("\n")
     return int(code), json.loads(body) if body.strip() else None
@@ -169,8 +173,16 @@ def test_an_alias_over_every_spelling_is_reported_and_fails_barriers(rig: Rig) -
 
 def test_aliases_over_every_command_it_sends_set_before_it_starts(rig: Rig) -> None:
     hijack = [
-        "attach-session", "display-message", "if-shell", "list-panes", "list-sessions",
-        "list-windows", "refresh-client", "set-hook", "show-options", "wait-for",
+        "attach-session",
+        "display-message",
+        "if-shell",
+        "list-panes",
+        "list-sessions",
+        "list-windows",
+        "refresh-client",
+        "set-hook",
+        "show-options",
+        "wait-for",
     ]
     config = [
         ("set", "-s", f"command-alias[{100 + i}]", f"{name}=display -p hijacked")
@@ -241,12 +253,14 @@ def test_session_hooks_and_pane_base_index(rig: Rig) -> None:
         code, body = curl(daemon, "GET", "/v1/tree")
         assert code == 200
         indexes = sorted(
-            w["index"] for s in body["servers"][0]["sessions"] if s["name"] == "other"
+            w["index"]
+            for s in body["servers"][0]["sessions"]
+            if s["name"] == "other"
             for w in s["windows"]
         )
         want = sorted(
-            int(i) for i in rig.tmux.run("list-windows", "-t", "other", "-F",
-                                         "#{window_index}").split()
+            int(i)
+            for i in rig.tmux.run("list-windows", "-t", "other", "-F", "#{window_index}").split()
         )
         assert indexes == want
         assert health(daemon)["status"] == "ok"

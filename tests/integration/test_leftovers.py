@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.daemontest import Daemon, Rig, poll
-from tests.tmuxtest import TMUX
+from tests.daemontest import Daemon, Rig
+from tests.tmuxtest import TMUX, poll
 from tmuxlocd.observer import HOOK_INDEX
 
 pytestmark = [
@@ -27,15 +26,6 @@ pytestmark = [
     pytest.mark.skipif(TMUX is None, reason="needs tmux"),
     pytest.mark.timeout(60),
 ]
-
-
-@pytest.fixture
-def rig() -> Iterator[Rig]:
-    rig = Rig()
-    try:
-        yield rig
-    finally:
-        rig.cleanup()
 
 
 def waiters(socket_path: str) -> list[int]:
@@ -55,8 +45,7 @@ def waiters(socket_path: str) -> list[int]:
 
 def our_hooks(rig: Rig) -> list[str]:
     return [
-        line for line in rig.tmux.run("show-hooks", "-gw").splitlines()
-        if f"[{HOOK_INDEX}]" in line
+        line for line in rig.tmux.run("show-hooks", "-gw").splitlines() if f"[{HOOK_INDEX}]" in line
     ]
 
 
@@ -69,8 +58,11 @@ def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) 
     rig.start_tmux()
     rig.tmux.run("new-session", "-d", "-s", "other")
     daemon = Daemon(rig).wait_ready()
-    poll(lambda: len(our_hooks(rig)) == 1 and len(control_clients(rig)) == 1, 10,
-         "the daemon's hook and control client")
+    poll(
+        lambda: len(our_hooks(rig)) == 1 and len(control_clients(rig)) == 1,
+        10,
+        "the daemon's hook and control client",
+    )
     old_client = control_clients(rig)[0]
     message_hooks = "display-message" in our_hooks(rig)[0]
     if not message_hooks:
@@ -96,15 +88,23 @@ def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) 
     try:
         poll(lambda: len(control_clients(rig)) == 1, 10, "the new control client")
         new_client = control_clients(rig)[0]
-        poll(lambda: len(our_hooks(rig)) == 1 and (not message_hooks or new_client
-                                                   in our_hooks(rig)[0]), 10, "its hook")
+        poll(
+            lambda: (
+                len(our_hooks(rig)) == 1 and (not message_hooks or new_client in our_hooks(rig)[0])
+            ),
+            10,
+            "its hook",
+        )
         assert message_hooks or old_client not in our_hooks(rig)[0]
         if not message_hooks:
             poll(lambda: len(waiters(rig.tmux.socket_path)) == 1, 10, "one waiter, its own")
     finally:
         again.stop()
-    poll(lambda: our_hooks(rig) == [] and waiters(rig.tmux.socket_path) == [], 10,
-         "a clean stop to remove everything")
+    poll(
+        lambda: our_hooks(rig) == [] and waiters(rig.tmux.socket_path) == [],
+        10,
+        "a clean stop to remove everything",
+    )
 
 
 def test_a_waiter_left_blocked_is_woken_by_the_next_daemon(rig: Rig) -> None:

@@ -76,9 +76,12 @@ class World:
 
     def start(self) -> None:
         subprocess.run(
-            self.tmux.argv(*before_new_session(), "new-session", "-d", "-s", "main", "-x", "160",
-                           "-y", "48"),
-            env=self.env(), check=True, timeout=20,
+            self.tmux.argv(
+                *before_new_session(), "new-session", "-d", "-s", "main", "-x", "160", "-y", "48"
+            ),
+            env=self.env(),
+            check=True,
+            timeout=20,
         )
         self.tmux.record_pid()
         self.tmux.run("set-option", "-g", "automatic-rename", "off")
@@ -87,9 +90,20 @@ class World:
         self.tmux.run("new-session", "-d", "-s", "other", "-x", "160", "-y", "48", "cat")
         log = open(self.root / "daemon.log", "wb")  # noqa: SIM115 - kept for the daemon's life
         self.daemon = subprocess.Popen(
-            [PYTHON, "-m", "tmuxlocd", "serve", "-S", self.tmux.socket_path,
-             "--listen", f"unix:{self.daemon_socket}"],
-            env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                PYTHON,
+                "-m",
+                "tmuxlocd",
+                "serve",
+                "-S",
+                self.tmux.socket_path,
+                "--listen",
+                f"unix:{self.daemon_socket}",
+            ],
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             cwd=REPO,
         )
         log.close()
@@ -136,9 +150,22 @@ class World:
         out, err, go = (self.root / f"{tag}.{x}" for x in ("json", "err", "go"))
         other = self.tmux.display("other:", "#{pane_id}")
         argv = [
-            PYTHON, str(PROBE), "--out", str(out),
-            "--daemon", daemon or self.daemon_socket, "--tmux", self.tmux.socket_path,
-            "--scenario", scenario, "--spawn", spawn, "--go", str(go), "--other", other,
+            PYTHON,
+            str(PROBE),
+            "--out",
+            str(out),
+            "--daemon",
+            daemon or self.daemon_socket,
+            "--tmux",
+            self.tmux.socket_path,
+            "--scenario",
+            scenario,
+            "--spawn",
+            spawn,
+            "--go",
+            str(go),
+            "--other",
+            other,
         ]
         command = " ".join(shlex.quote(a) for a in argv) + f" 2>>{shlex.quote(str(err))}"
         new = ("-d", "-P", "-F", "#{pane_id}")
@@ -213,10 +240,13 @@ def test_tools_resources_and_instructions(basic: tuple[Run, Grid]) -> None:
     assert "whoami" in where_tool["description"]
     assert run["tools"][1]["input_schema"]["required"] == ["direction"]
     assert run["tools"][2]["input_schema"]["properties"]["scope"]["enum"] == [
-        "window", "session", "server",
+        "window",
+        "session",
+        "server",
     ]
     assert {r["uri"]: r["mime"] for r in run["resources"]} == {
-        SELF_URI: "text/plain", WINDOW_URI: "application/json",
+        SELF_URI: "text/plain",
+        WINDOW_URI: "application/json",
     }
     assert run["subscribe_capability"] is True
     instructions = run["instructions"]
@@ -231,8 +261,7 @@ def test_where_am_i_with_the_agents_tty(world: World, basic: tuple[Run, Grid]) -
     index = world.tmux.display(grid["me"], "#{pane_index}")
     assert f", pane {index} {grid['me']}\n" in where
     assert (
-        f"neighbors: above none; below {grid['below']}; left none; right {grid['right']}\n"
-        in where
+        f"neighbors: above none; below {grid['below']}; left none; right {grid['right']}\n" in where
     )
     assert "verified_by tty" in where and "live updates on" in where
     below = json.loads(answer(run, "below"))
@@ -337,7 +366,8 @@ def _has_bulk(world: World) -> bool:
 # two are left out of the listing there, as a user of 3.2a would have to.
 _CRASHING_FORMATS = (
     frozenset({"client_activity", "client_created"})
-    if tmuxbin.version_of(TMUX) < (3, 3) else frozenset()
+    if tmuxbin.version_of(TMUX) < (3, 3)
+    else frozenset()
 )
 
 
@@ -348,7 +378,8 @@ def _all_fields_listing(world: World, prefix: str = "") -> bytes:
     names = [
         line.split("=", 1)[0]
         for line in world.tmux.run("display-message", "-a", "-p", "-t", "main:").splitlines()
-        if "=" in line and line.startswith(prefix)
+        if "=" in line
+        and line.startswith(prefix)
         and line.split("=", 1)[0] not in _CRASHING_FORMATS
     ]
     sep = "\t"  # tmux 3.4+ escapes other control characters in command output
@@ -372,10 +403,10 @@ def test_token_cost(world: World, basic: tuple[Run, Grid]) -> None:
         f'list_panes("server", "full") at {panes} panes': len(
             answer(result, "server_full").encode()
         ),
-        f"tmux list-panes -a, pane_* formats, JSON, at {panes} panes": len(
+        f"tmux list-panes -a, pane_* formats, JSON, at {panes} panes": len(  # tmux: a label
             _all_fields_listing(world, "pane_")
         ),
-        f"tmux list-panes -a, all formats, JSON, at {panes} panes": len(
+        f"tmux list-panes -a, all formats, JSON, at {panes} panes": len(  # tmux: a label
             _all_fields_listing(world)
         ),
     }

@@ -54,11 +54,15 @@ def truth(srv: TmuxServer) -> dict[str, tuple[object, ...]]:
     home: dict[str, tuple[int, str, int, bool]] = {}
     links: dict[str, list[tuple[int, str, int]]] = {}
     names: dict[str, str] = {}
-    for line in names_of(srv.run(
-        "list-windows", "-a", "-F",
-        "#{session_id}\t#{window_id}\t#{window_index}\t#{window_active}\t#{window_zoomed_flag}"
-        "\t#{window_layout}\t#{window_name}",
-    )).splitlines():
+    for line in names_of(
+        srv.run(
+            "list-windows",
+            "-a",
+            "-F",
+            "#{session_id}\t#{window_id}\t#{window_index}\t#{window_active}\t#{window_zoomed_flag}"
+            "\t#{window_layout}\t#{window_name}",
+        )
+    ).splitlines():
         sid, wid, index, active, _zoomed, _layout, name = line.split("\t")
         key = (int(sid[1:]), sid, int(index), active == "1")
         if wid not in home or key < home[wid]:
@@ -67,16 +71,31 @@ def truth(srv: TmuxServer) -> dict[str, tuple[object, ...]]:
         names[wid] = name
     out: dict[str, tuple[object, ...]] = {}
     for line in srv.run(
-        "list-panes", "-a", "-F",
+        "list-panes",
+        "-a",
+        "-F",
         "#{pane_id}\t#{window_id}\t#{pane_index}\t#{pane_active}\t#{pane_tty}\t#{pane_pid}"
         "\t#{pane_left}\t#{pane_top}\t#{pane_width}\t#{pane_height}\t#{window_layout}",
     ).splitlines():
         pid, wid, index, active, tty, ppid, left, top, width, height, layout = line.split("\t")
         _, sid, windex, wactive = home[wid]
         out[pid] = (
-            sid, unvis(sessions[sid]), wid, windex, wactive, unvis(names[wid]), layout,
-            int(index), active == "1", tty, int(ppid), int(left), int(top), int(width),
-            int(height), tuple((sid, i) for _, sid, i in sorted(links[wid])[1:]),
+            sid,
+            unvis(sessions[sid]),
+            wid,
+            windex,
+            wactive,
+            unvis(names[wid]),
+            layout,
+            int(index),
+            active == "1",
+            tty,
+            int(ppid),
+            int(left),
+            int(top),
+            int(width),
+            int(height),
+            tuple((sid, i) for _, sid, i in sorted(links[wid])[1:]),
         )
     return out
 
@@ -86,8 +105,21 @@ def seen(locations: dict[str, Location]) -> dict[str, tuple[object, ...]]:
     for loc in locations.values():
         s, w, p = loc.session, loc.window, loc.pane
         out[p.id] = (
-            s.id, s.name, w.id, w.index, w.active, w.name, w.layout, p.index, p.active,
-            p.tty, p.pid, p.left, p.top, p.width, p.height,
+            s.id,
+            s.name,
+            w.id,
+            w.index,
+            w.active,
+            w.name,
+            w.layout,
+            p.index,
+            p.active,
+            p.tty,
+            p.pid,
+            p.left,
+            p.top,
+            p.width,
+            p.height,
             tuple((link.session_id, link.window_index) for link in loc.links),
         )
     return out
@@ -160,7 +192,7 @@ def attached_session(srv: TmuxServer) -> str:
 
 
 # Each operation: (name, function(srv, session) -> None, expected event types (subset)).
-Op = Callable[[TmuxServer, str], None]
+Op = Callable[[TmuxServer, str], object]  # what it returns is not used
 
 
 def split(srv: TmuxServer, s: str) -> None:
@@ -181,51 +213,123 @@ def renumber_setup(srv: TmuxServer, s: str) -> None:
     srv.run("set-option", "-t", s, "renumber-windows", "on")
 
 
-HOSTILE = 'tab\there nl\nhere "dq" \'sq\' $HOME ${x} 日本語 back\\slash'
+HOSTILE = "tab\there nl\nhere \"dq\" 'sq' $HOME ${x} 日本語 back\\slash"
 
-OPS: list[tuple[str, Callable[[TmuxServer, str], None] | None, Op, set[str]]] = [
+OPS: list[tuple[str, Op | None, Op, set[str]]] = [
     ("split-window", None, split, {"pane.added", "pane.changed"}),
     ("split-window -d", None, split_d, {"pane.added"}),
-    ("kill-pane", two_panes, lambda srv, s: srv.run("kill-pane", "-t", f"{s}:0.1"),
-     {"pane.removed", "pane.changed"}),
-    ("select-pane", two_panes, lambda srv, s: srv.run("select-pane", "-t", f"{s}:0.1"),
-     {"pane.changed"}),
-    ("resize-pane", two_panes,
-     lambda srv, s: srv.run("resize-pane", "-t", f"{s}:0.0", "-x", "30"), {"pane.changed"}),
-    ("select-layout", two_panes,
-     lambda srv, s: srv.run("select-layout", "-t", f"{s}:0", "even-vertical"), {"pane.changed"}),
-    ("swap-pane", two_panes,
-     lambda srv, s: srv.run("swap-pane", "-s", f"{s}:0.0", "-t", f"{s}:0.1"), {"pane.changed"}),
-    ("break-pane", two_panes, lambda srv, s: srv.run("break-pane", "-d", "-s", f"{s}:0.1"),
-     {"pane.changed"}),
-    ("join-pane across sessions", None,
-     lambda srv, s: srv.run("join-pane", "-d", "-s", f"{s}:0.0",
-                            "-t", f"{'B' if s == 'A' else 'A'}:0"),
-     {"pane.changed"}),
-    ("move-window", None, lambda srv, s: srv.run("move-window", "-s", f"{s}:0", "-t", f"{s}:5"),
-     {"pane.changed"}),
-    ("swap-window", lambda srv, s: srv.run("new-window", "-d", "-t", f"{s}:1"),
-     lambda srv, s: srv.run("swap-window", "-s", f"{s}:0", "-t", f"{s}:1"), {"pane.changed"}),
-    ("swap-window -d", lambda srv, s: srv.run("new-window", "-d", "-t", f"{s}:1"),
-     lambda srv, s: srv.run("swap-window", "-d", "-s", f"{s}:0", "-t", f"{s}:1"),
-     {"pane.changed"}),
-    ("rename-window", None, lambda srv, s: srv.run("rename-window", "-t", f"{s}:0", HOSTILE),
-     {"pane.changed"}),
-    ("rename-session", None, lambda srv, s: srv.run("rename-session", "-t", s, HOSTILE),
-     {"pane.changed"}),
-    ("new-window", None, lambda srv, s: srv.run("new-window", "-d", "-t", f"{s}:3"),
-     {"pane.added"}),
-    ("kill-window", lambda srv, s: srv.run("new-window", "-d", "-t", f"{s}:3"),
-     lambda srv, s: srv.run("kill-window", "-t", f"{s}:3"), {"pane.removed"}),
-    ("link-window", None,
-     lambda srv, s: srv.run("link-window", "-d", "-s", f"{s}:0", "-t",
-                            f"{'B' if s == 'A' else 'A'}:7"), set()),
-    ("respawn-pane -k", None, lambda srv, s: srv.run("respawn-pane", "-k", "-t", f"{s}:0.0"),
-     {"pane.changed"}),
-    ("renumber-windows", renumber_setup,
-     lambda srv, s: srv.run("kill-window", "-t", f"{s}:4"), {"pane.changed", "pane.removed"}),
-    ("zoom", two_panes, lambda srv, s: srv.run("resize-pane", "-Z", "-t", f"{s}:0.0"),
-     {"pane.changed"}),
+    (
+        "kill-pane",
+        two_panes,
+        lambda srv, s: srv.run("kill-pane", "-t", f"{s}:0.1"),
+        {"pane.removed", "pane.changed"},
+    ),
+    (
+        "select-pane",
+        two_panes,
+        lambda srv, s: srv.run("select-pane", "-t", f"{s}:0.1"),
+        {"pane.changed"},
+    ),
+    (
+        "resize-pane",
+        two_panes,
+        lambda srv, s: srv.run("resize-pane", "-t", f"{s}:0.0", "-x", "30"),
+        {"pane.changed"},
+    ),
+    (
+        "select-layout",
+        two_panes,
+        lambda srv, s: srv.run("select-layout", "-t", f"{s}:0", "even-vertical"),
+        {"pane.changed"},
+    ),
+    (
+        "swap-pane",
+        two_panes,
+        lambda srv, s: srv.run("swap-pane", "-s", f"{s}:0.0", "-t", f"{s}:0.1"),
+        {"pane.changed"},
+    ),
+    (
+        "break-pane",
+        two_panes,
+        lambda srv, s: srv.run("break-pane", "-d", "-s", f"{s}:0.1"),
+        {"pane.changed"},
+    ),
+    (
+        "join-pane across sessions",
+        None,
+        lambda srv, s: srv.run(
+            "join-pane", "-d", "-s", f"{s}:0.0", "-t", f"{'B' if s == 'A' else 'A'}:0"
+        ),
+        {"pane.changed"},
+    ),
+    (
+        "move-window",
+        None,
+        lambda srv, s: srv.run("move-window", "-s", f"{s}:0", "-t", f"{s}:5"),
+        {"pane.changed"},
+    ),
+    (
+        "swap-window",
+        lambda srv, s: srv.run("new-window", "-d", "-t", f"{s}:1"),
+        lambda srv, s: srv.run("swap-window", "-s", f"{s}:0", "-t", f"{s}:1"),
+        {"pane.changed"},
+    ),
+    (
+        "swap-window -d",
+        lambda srv, s: srv.run("new-window", "-d", "-t", f"{s}:1"),
+        lambda srv, s: srv.run("swap-window", "-d", "-s", f"{s}:0", "-t", f"{s}:1"),
+        {"pane.changed"},
+    ),
+    (
+        "rename-window",
+        None,
+        lambda srv, s: srv.run("rename-window", "-t", f"{s}:0", HOSTILE),
+        {"pane.changed"},
+    ),
+    (
+        "rename-session",
+        None,
+        lambda srv, s: srv.run("rename-session", "-t", s, HOSTILE),
+        {"pane.changed"},
+    ),
+    (
+        "new-window",
+        None,
+        lambda srv, s: srv.run("new-window", "-d", "-t", f"{s}:3"),
+        {"pane.added"},
+    ),
+    (
+        "kill-window",
+        lambda srv, s: srv.run("new-window", "-d", "-t", f"{s}:3"),
+        lambda srv, s: srv.run("kill-window", "-t", f"{s}:3"),
+        {"pane.removed"},
+    ),
+    (
+        "link-window",
+        None,
+        lambda srv, s: srv.run(
+            "link-window", "-d", "-s", f"{s}:0", "-t", f"{'B' if s == 'A' else 'A'}:7"
+        ),
+        set(),
+    ),
+    (
+        "respawn-pane -k",
+        None,
+        lambda srv, s: srv.run("respawn-pane", "-k", "-t", f"{s}:0.0"),
+        {"pane.changed"},
+    ),
+    (
+        "renumber-windows",
+        renumber_setup,
+        lambda srv, s: srv.run("kill-window", "-t", f"{s}:4"),
+        {"pane.changed", "pane.removed"},
+    ),
+    (
+        "zoom",
+        two_panes,
+        lambda srv, s: srv.run("resize-pane", "-Z", "-t", f"{s}:0.0"),
+        {"pane.changed"},
+    ),
 ]
 
 
@@ -252,8 +356,10 @@ async def test_operation_reaches_model_and_events(
     if name == "rename-window":
         assert any(loc.window.name == HOSTILE for loc in rig.entry_locations().values())
     if name == "rename-session":
-        assert any(loc.session.name == HOSTILE.replace(".", "_").replace(":", "_")
-                   for loc in rig.entry_locations().values())
+        assert any(
+            loc.session.name == HOSTILE.replace(".", "_").replace(":", "_")
+            for loc in rig.entry_locations().values()
+        )
     if name == "link-window":
         assert any(loc.links for loc in rig.entry_locations().values())
 
@@ -269,15 +375,19 @@ async def test_unchanged_costs_nothing(rig: Rig) -> None:
 
 async def test_kill_server_then_start_again(rig: Rig) -> None:
     rig.srv.run("kill-server")
-    await wait_until(lambda: not rig.hub.servers[rig.srv.socket_path].state.running, 10,
-                     what="server reported down")
+    await wait_until(
+        lambda: not rig.hub.servers[rig.srv.socket_path].state.running,
+        10,
+        what="server reported down",
+    )
     rig.pump()
     assert "server.down" in rig.types()
     assert rig.entry_locations() == {}
     rig.reset_events()
     rig.srv.start("again")
-    await wait_until(lambda: rig.hub.servers[rig.srv.socket_path].state.running, 10,
-                     what="server back up")
+    await wait_until(
+        lambda: rig.hub.servers[rig.srv.socket_path].state.running, 10, what="server back up"
+    )
     await rig.settle()
     assert rig.types()[0] == "server.up"
     assert "pane.added" in rig.types()
@@ -301,40 +411,52 @@ async def test_attached_session_killed(rig: Rig, detach_on_destroy: str) -> None
 async def test_observer_detached_from_outside(rig: Rig) -> None:
     client = next(
         line.split(" ")[1]
-        for line in rig.srv.run("list-clients", "-F", "#{client_control_mode} #{client_name}")
-        .splitlines()
+        for line in rig.srv.run(
+            "list-clients", "-F", "#{client_control_mode} #{client_name}"
+        ).splitlines()
         if line.startswith("1 ")
     )
     rig.srv.run("detach-client", "-t", client)
     await wait_until(
-        lambda: "1 " + client not in rig.srv.run("list-clients", "-F",
-                                                 "#{client_control_mode} #{client_name}"),
-        5, what="old client gone",
+        lambda: (
+            "1 " + client
+            not in rig.srv.run("list-clients", "-F", "#{client_control_mode} #{client_name}")
+        ),
+        5,
+        what="old client gone",
     )
-    await wait_until(lambda: rig.hub.servers[rig.srv.socket_path].observer == "attached", 10,
-                     what="re-attached")
+    await wait_until(
+        lambda: rig.hub.servers[rig.srv.socket_path].observer == "attached", 10, what="re-attached"
+    )
     rig.srv.run("split-window", "-d", "-t", "A:0")
     await rig.settle()
     assert "server.down" not in rig.types()
 
 
 async def test_observer_client_killed(rig: Rig) -> None:
-    pid = int(next(
-        line.split(" ")[1]
-        for line in rig.srv.run("list-clients", "-F", "#{client_control_mode} #{client_pid}")
-        .splitlines()
-        if line.startswith("1 ")
-    ))
+    pid = int(
+        next(
+            line.split(" ")[1]
+            for line in rig.srv.run(
+                "list-clients", "-F", "#{client_control_mode} #{client_pid}"
+            ).splitlines()
+            if line.startswith("1 ")
+        )
+    )
     os.kill(pid, signal.SIGKILL)
     await wait_until(
-        lambda: f"1 {pid}" not in rig.srv.run("list-clients", "-F",
-                                             "#{client_control_mode} #{client_pid}"),
-        5, what="killed client gone",
+        lambda: (
+            f"1 {pid}"
+            not in rig.srv.run("list-clients", "-F", "#{client_control_mode} #{client_pid}")
+        ),
+        5,
+        what="killed client gone",
     )
     rig.srv.run("split-window", "-d", "-t", "B:0")
     await rig.settle()
-    await wait_until(lambda: rig.hub.servers[rig.srv.socket_path].observer == "attached", 10,
-                     what="re-attached")
+    await wait_until(
+        lambda: rig.hub.servers[rig.srv.socket_path].observer == "attached", 10, what="re-attached"
+    )
 
 
 async def test_two_servers_and_one_started_later() -> None:
@@ -347,13 +469,17 @@ async def test_two_servers_and_one_started_later() -> None:
         await wait_until(lambda: bool(hub.servers[first.socket_path].locations), 10)
         assert not hub.servers[second.socket_path].state.running
         second.start("two")  # after the daemon
-        await wait_until(lambda: bool(hub.servers[second.socket_path].locations), 10,
-                         what="late server attached")
+        await wait_until(
+            lambda: bool(hub.servers[second.socket_path].locations), 10, what="late server attached"
+        )
         first.run("split-window", "-d", "-t", "one:0")
         second.run("split-window", "-d", "-t", "two:0")
         await wait_until(
-            lambda: len(hub.servers[first.socket_path].locations) == 2
-            and len(hub.servers[second.socket_path].locations) == 2, 10,
+            lambda: (
+                len(hub.servers[first.socket_path].locations) == 2
+                and len(hub.servers[second.socket_path].locations) == 2
+            ),
+            10,
         )
         # pane ids repeat across servers; each server keeps its own
         assert "%0" in hub.servers[first.socket_path].locations
@@ -381,7 +507,8 @@ async def test_discovers_servers_in_socket_directory(monkeypatch: pytest.MonkeyP
         srv.start("late")
         await wait_until(
             lambda: srv.socket_path in hub.servers and bool(hub.servers[srv.socket_path].locations),
-            10, what="server discovered",
+            10,
+            what="server discovered",
         )
     finally:
         await watcher.stop()
@@ -451,8 +578,11 @@ async def test_config_errors_handed_to_the_observer_are_logged(
     await watcher.start()
     try:
         await watcher.wait_synced(10)
-        await wait_until(lambda: "no-such-command-here" in caplog.text, 5,
-                         what="the configuration error in the log")
+        await wait_until(
+            lambda: "no-such-command-here" in caplog.text,
+            5,
+            what="the configuration error in the log",
+        )
     finally:
         await watcher.stop()
         srv.kill()

@@ -51,5 +51,7 @@ async def test_random_walk_matches_tmux(capsys: pytest.CaptureFixture[str]) -> N
         if server.killed:
             # A tmux defect (docs/reliability.md, "Known limits"), not the daemon's: reported.
             with capsys.disabled():
-                print(f"tmux server(s) {server.killed} survived kill-server (spinning) and "
-                      "were SIGKILLed by the pid recorded at start")
+                print(
+                    f"tmux server(s) {server.killed} survived kill-server (spinning) and "
+                    "were SIGKILLed by the pid recorded at start"
+                )

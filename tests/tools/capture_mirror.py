@@ -28,8 +28,14 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
 
     def tmux(*args: str) -> list[str]:
-        out = subprocess.run([TMUX, "-u", "-S", sock, "-f", os.devnull, *args], env=env,
-                             capture_output=True, text=True, check=True, timeout=20).stdout
+        out = subprocess.run(
+            [TMUX, "-u", "-S", sock, "-f", os.devnull, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=20,
+        ).stdout
         return out.splitlines()
 
     try:
@@ -41,14 +47,16 @@ def main() -> None:
         tmux("link-window", "-d", "-s", "work:0", "-t", "other:5")
 
         def snapshot() -> dict[str, object]:
-            windows = sorted({line.split("\t")[2] for line in tmux(*LIST_WINDOWS)
-                              if line.startswith("W")})
+            windows = sorted(
+                {line.split("\t")[2] for line in tmux(*LIST_WINDOWS) if line.startswith("W")}
+            )
             return {
                 "list_sessions": tmux(*LIST_SESSIONS),
                 "list_windows": tmux(*LIST_WINDOWS),
                 "list_panes": tmux(*LIST_PANES),
-                "window_panes": {w: tmux("list-panes", "-t", w, "-F", PANE_WINDOW_FORMAT)
-                                 for w in windows},
+                "window_panes": {
+                    w: tmux("list-panes", "-t", w, "-F", PANE_WINDOW_FORMAT) for w in windows
+                },
             }
 
         before = snapshot()
@@ -61,8 +69,9 @@ def main() -> None:
         out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
         print(out)
     finally:
-        subprocess.run([TMUX, "-S", sock, "kill-server"], env=env, capture_output=True,
-                       check=False, timeout=20)
+        subprocess.run(
+            [TMUX, "-S", sock, "kill-server"], env=env, capture_output=True, check=False, timeout=20
+        )
         shutil.rmtree(directory, ignore_errors=True)
 
 

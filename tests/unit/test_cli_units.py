@@ -15,11 +15,14 @@ import msgspec
 import pytest
 
 from tmuxlocd import cli, client, direct
+from tmuxlocd import client_core as core
 from tmuxlocd.client import (
     DaemonUnavailable,
+    Tree,
+)
+from tmuxlocd.client_core import (
     LineBuffer,
     SSEDecoder,
-    Tree,
     decode_event_line,
     pane_ref,
     session_ref,
@@ -54,11 +57,22 @@ LOC = Location(
     server=ServerRef(socket_path="/tmp/tmux-1000/default", pid=4242),
     session=SessionRef(id="$1", name="work"),
     window=WindowRef(
-        id="@2", index=1, name="editor", active=True, zoomed=False,
+        id="@2",
+        index=1,
+        name="editor",
+        active=True,
+        zoomed=False,
         layout="4c30,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
     ),
     pane=PaneRef(
-        id="%3", index=0, active=True, tty="/dev/pts/5", pid=1234, left=0, top=0, width=79,
+        id="%3",
+        index=0,
+        active=True,
+        tty="/dev/pts/5",
+        pid=1234,
+        left=0,
+        top=0,
+        width=79,
         height=40,
     ),
     neighbors=Neighbors(right=("%4",)),
@@ -78,7 +92,9 @@ ENVS = [
 
 @pytest.mark.parametrize("env", ENVS)
 def test_socket_path_rules_agree(env: dict[str, str]) -> None:
-    assert client.socket_path(env) == cli.daemon_socket(env) == default_socket_path(env)
+    # cli imports the rule under this name (not re-exported: mypy is told it is meant).
+    by_cli = cli.daemon_socket(env)  # type: ignore[attr-defined]
+    assert client.socket_path(env) == by_cli == default_socket_path(env)
 
 
 def test_socket_path_values() -> None:
@@ -100,10 +116,7 @@ def test_percent_encode() -> None:
 
 
 def test_parse_response_content_length() -> None:
-    raw = (
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
-        b"extra"
-    )
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhelloextra"
     resp = cli.parse_response(raw)
     assert (resp.status, resp.headers["content-type"], resp.body) == (200, "text/plain", b"hello")
 
@@ -127,8 +140,10 @@ def test_parse_response_rejects(raw: bytes) -> None:
     ("args", "expected"),
     [
         ([], {}),
-        (["--hook", "h", "--server", "/s", "--target", "%1"],
-         {"hook": "h", "server": "/s", "target": "%1"}),
+        (
+            ["--hook", "h", "--server", "/s", "--target", "%1"],
+            {"hook": "h", "server": "/s", "target": "%1"},
+        ),
         (["--hook=h", "--server=/a=b"], {"hook": "h", "server": "/a=b"}),
         (["--bogus", "--hook", "h", "extra"], {"hook": "h"}),
         (["--hook"], {}),
@@ -227,8 +242,9 @@ def test_notify_sends_its_arguments(tmp_path: Path) -> None:
             conn, _ = srv.accept()
             with conn:
                 seen.append(conn.recv(65536))
-                conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 17\r\n\r\n"
-                             b'{"accepted":true}')
+                conn.sendall(
+                    b'HTTP/1.1 202 Accepted\r\nContent-Length: 17\r\n\r\n{"accepted":true}'
+                )
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -253,7 +269,11 @@ def test_cli_module_imports_nothing_heavy() -> None:
         "'argparse', 'http.client') if m in sys.modules))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
         env={**os.environ, "PYTHONPATH": REPO},
     ).stdout
     assert out.strip() == "[]"
@@ -276,40 +296,51 @@ def test_refs() -> None:
 
 
 def test_request_urls() -> None:
-    assert client._self_request(False, False).url == "/v1/self"
-    assert client._self_request(True, True).url == "/v1/self?fresh=1&accept=ancestor"
-    assert client._location_request("%3", None, False, True).url == "/v1/panes/3"
+    assert core._self_request(False, False).url == "/v1/self"
+    assert core._self_request(True, True).url == "/v1/self?fresh=1&accept=ancestor"
+    assert core._location_request("%3", None, False, True).url == "/v1/panes/3"
     assert (
-        client._location_request("self", "/tmp/a b", False, True).url
+        core._location_request("self", "/tmp/a b", False, True).url
         == "/v1/panes/self?server=%2Ftmp%2Fa%20b&accept=ancestor"
     )
-    assert client._neighbors_request("left", "%3", None, False).url == "/v1/panes/3/neighbors/left"
+    assert core._neighbors_request("left", "%3", None, False).url == "/v1/panes/3/neighbors/left"
     with pytest.raises(ValueError):
-        client._neighbors_request("up", "%3", None, False)  # type: ignore[arg-type]
+        core._neighbors_request("up", "%3", None, False)  # type: ignore[arg-type]
     assert (
-        client._panes_request("window", "summary", 10, None, None, True).url
+        core._panes_request("window", "summary", 10, None, None, True).url
         == "/v1/panes?window=self&detail=summary&limit=10&accept=ancestor"
     )
-    assert client._panes_request("all", "full", None, None, None, True).url == "/v1/panes"
-    assert client._text_request("self", 3, True, False).url == (
+    assert core._panes_request("all", "full", None, None, None, True).url == "/v1/panes"
+    assert core._text_request("self", 3, True, False).url == (
         "/v1/self?format=text&turn=3&neighbors=1"
     )
-    assert client._text_request("%4", None, False, False).url == "/v1/panes/4?format=text"
+    assert core._text_request("%4", None, False, False).url == "/v1/panes/4?format=text"
 
 
 def test_events_url() -> None:
-    url = client._events_url(
-        pane="self", window=None, session=None, server=None,
-        types=["pane.added", "pane.removed"], fmt="ndjson", min_interval_ms=50,
+    url = core._events_url(
+        pane="self",
+        window=None,
+        session=None,
+        server=None,
+        types=["pane.added", "pane.removed"],
+        fmt="ndjson",
+        min_interval_ms=50,
         accept_ancestor=True,
     )
     assert url == (
         "/v1/events?pane=self&types=pane.added,pane.removed&format=ndjson"
         "&min_interval_ms=50&accept=ancestor"
     )
-    url = client._events_url(
-        pane=None, window="@2", session="$1", server=None, types="pane.changed", fmt="sse",
-        min_interval_ms=None, accept_ancestor=True,
+    url = core._events_url(
+        pane=None,
+        window="@2",
+        session="$1",
+        server=None,
+        types="pane.changed",
+        fmt="sse",
+        min_interval_ms=None,
+        accept_ancestor=True,
     )
     assert url == "/v1/events?window=2&session=1&types=pane.changed"
 
@@ -344,28 +375,31 @@ def test_line_buffer() -> None:
 
 
 def test_backoff_and_retry_after() -> None:
-    b = client._Backoff(0.05, 0.3)
+    b = core._Backoff(0.05, 0.3)
     assert [b.next() for _ in range(5)] == [0.05, 0.1, 0.2, 0.3, 0.3]
     b.reset()
     assert b.next() == 0.05
-    assert client._retry_after("2", 0.1) == 2.0
-    assert client._retry_after("soon", 0.1) == 0.1
-    assert client._retry_after(None, 0.1) == 0.1
+    assert core._retry_after("2", 0.1) == 2.0
+    assert core._retry_after("soon", 0.1) == 0.1
+    assert core._retry_after(None, 0.1) == 0.1
 
 
 def test_error_bodies() -> None:
-    err = client._error_of(404, b'{"error":{"code":"not_in_a_pane","message":"no tty"}}')
+    err = core._error_of(404, b'{"error":{"code":"not_in_a_pane","message":"no tty"}}')
     assert (err.status, err.code, err.message) == (404, "not_in_a_pane", "no tty")
-    err = client._error_of(502, b"Bad Gateway")
+    err = core._error_of(502, b"Bad Gateway")
     assert (err.status, err.code, err.message) == (502, "http_502", "Bad Gateway")
     assert isinstance(DaemonUnavailable("/x", "gone"), client.ClientError)
 
 
 def test_self_info_decodes_the_wire_form() -> None:
     wire = {
-        "inside_tmux": True, "verified_by": "tty", "reason": None,
+        "inside_tmux": True,
+        "verified_by": "tty",
+        "reason": None,
         "caller": {"pid": 9, "tty": "/dev/pts/5", "env_pane": "%3", "ancestor_pane": "%3"},
-        "location": msgspec.to_builtins(LOC), "future_field": 1,
+        "location": msgspec.to_builtins(LOC),
+        "future_field": 1,
     }
     info = msgspec.json.decode(json.dumps(wire).encode(), type=client.SelfInfo)
     assert info.location == LOC and info.caller.env_pane == "%3"
@@ -415,12 +449,26 @@ def test_tree_lines() -> None:
         {
             "servers": [
                 {
-                    "socket_path": "/s", "pid": 7, "running": True,
-                    "sessions": [{"id": "$1", "name": "work", "windows": [{
-                        "id": "@2", "index": 1, "name": 'a "b"', "active": True,
-                        "zoomed": True, "layout": "x",
-                        "panes": [msgspec.to_builtins(LOC.pane)],
-                    }]}],
+                    "socket_path": "/s",
+                    "pid": 7,
+                    "running": True,
+                    "sessions": [
+                        {
+                            "id": "$1",
+                            "name": "work",
+                            "windows": [
+                                {
+                                    "id": "@2",
+                                    "index": 1,
+                                    "name": 'a "b"',
+                                    "active": True,
+                                    "zoomed": True,
+                                    "layout": "x",
+                                    "panes": [msgspec.to_builtins(LOC.pane)],
+                                }
+                            ],
+                        }
+                    ],
                 },
                 {"socket_path": "/t", "pid": None, "running": False, "sessions": []},
             ]
@@ -524,8 +572,11 @@ def test_parse_query_names_by_tmux_version(version: str, window: str, session: s
     # A window renamed to `$HOME` and a session to `s$x`, as each version prints them: 3.3a
     # stores and prints `\$HOME`; 3.4 stores the same and its output adds a backslash,
     # `\\$HOME`; 3.5 stores `$HOME`, so `\\$HOME` from 3.5 is the name `\$HOME`.
-    printed = {"3.4": ("\\\\$HOME", "s\\\\$x"), "3.3a": ("\\$HOME", "s\\$x"),
-               "3.5a": ("\\\\$HOME", "s\\\\$x")}[version]
+    printed = {
+        "3.4": ("\\\\$HOME", "s\\\\$x"),
+        "3.3a": ("\\$HOME", "s\\$x"),
+        "3.5a": ("\\\\$HOME", "s\\\\$x"),
+    }[version]
     out = "\n".join(
         [
             f"S\t$1\t0\t{printed[1]}",
@@ -563,7 +614,11 @@ def test_direct_where_without_tty(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
     env.update(PYTHONPATH=REPO, TMUX_PANE="%7", TMUX_TMPDIR=str(tmp_path))
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, check=True, cwd=REPO, env=env,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        check=True,
+        cwd=REPO,
+        env=env,
         start_new_session=True,
     ).stdout
     answer = json.loads(out)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 import pytest
 
@@ -29,24 +31,44 @@ PLAIN = ClientCore()
 REQUESTS: list[tuple[Call[object], str, str, bytes | None]] = [
     (PLAIN.where_am_i(), "GET", "/v1/self", None),
     (ANCESTOR.where_am_i(fresh=True), "GET", "/v1/self?fresh=1&accept=ancestor", None),
-    (ANCESTOR.text("self", 2, True), "GET",
-     "/v1/self?format=text&turn=2&neighbors=1&accept=ancestor", None),
+    (
+        ANCESTOR.text("self", 2, True),
+        "GET",
+        "/v1/self?format=text&turn=2&neighbors=1&accept=ancestor",
+        None,
+    ),
     (ANCESTOR.text("%4", None, False), "GET", "/v1/panes/4?format=text", None),
-    (PLAIN.location("%3", "/tmp/a b", True), "GET",
-     "/v1/panes/3?server=%2Ftmp%2Fa%20b&fresh=1", None),
+    (
+        PLAIN.location("%3", "/tmp/a b", True),
+        "GET",
+        "/v1/panes/3?server=%2Ftmp%2Fa%20b&fresh=1",
+        None,
+    ),
     (ANCESTOR.location("self", None, False), "GET", "/v1/panes/self?accept=ancestor", None),
     (PLAIN.neighbors(None, "3", None), "GET", "/v1/panes/3/neighbors", None),
-    (ANCESTOR.neighbors("right", "self", "/s"), "GET",
-     "/v1/panes/self/neighbors/right?server=%2Fs&accept=ancestor", None),
-    (ANCESTOR.panes("session", "summary", 5, 10, None), "GET",
-     "/v1/panes?session=self&detail=summary&limit=5&offset=10&accept=ancestor", None),
+    (
+        ANCESTOR.neighbors("right", "self", "/s"),
+        "GET",
+        "/v1/panes/self/neighbors/right?server=%2Fs&accept=ancestor",
+        None,
+    ),
+    (
+        ANCESTOR.panes("session", "summary", 5, 10, None),
+        "GET",
+        "/v1/panes?session=self&detail=summary&limit=5&offset=10&accept=ancestor",
+        None,
+    ),
     (ANCESTOR.panes("all", "full", None, None, "/s"), "GET", "/v1/panes?server=%2Fs", None),
     (PLAIN.tree(), "GET", "/v1/tree", None),
     (PLAIN.health(), "GET", "/v1/health", None),
     (PLAIN.sync(None), "POST", "/v1/sync", b""),
     (PLAIN.sync("/s"), "POST", "/v1/sync?server=%2Fs", b""),
-    (PLAIN.notify("after-split-window", "", "%1"), "POST",
-     "/v1/notify?hook=after-split-window&target=%251", b""),
+    (
+        PLAIN.notify("after-split-window", "", "%1"),
+        "POST",
+        "/v1/notify?hook=after-split-window&target=%251",
+        b"",
+    ),
 ]
 
 
@@ -60,7 +82,8 @@ def test_request_headers() -> None:
     assert core.headers(core.tree()) == {"Accept": "application/json"}
     assert core.headers(core.text("self", None, False)) == {"Accept": "text/plain"}
     assert core.headers(core.sync(None)) == {
-        "Accept": "application/json", "Content-Type": "application/json"
+        "Accept": "application/json",
+        "Content-Type": "application/json",
     }
 
 
@@ -70,9 +93,18 @@ def test_request_headers() -> None:
         lambda c: c.location("x", None, False),
         lambda c: c.neighbors("up", "self", None),
         lambda c: c.panes("planet", "full", None, None, None),
-        lambda c: c.events("/s", pane=None, window="%1", session=None, server=None, types=None,
-                           format="ndjson", min_interval_ms=None, last_event_id=None,
-                           reconnect=True),
+        lambda c: c.events(
+            "/s",
+            pane=None,
+            window="%1",
+            session=None,
+            server=None,
+            types=None,
+            format="ndjson",
+            min_interval_ms=None,
+            last_event_id=None,
+            reconnect=True,
+        ),
     ],
 )
 def test_bad_arguments_fail_before_any_request(bad: object) -> None:
@@ -95,7 +127,9 @@ def test_one_id_spelling() -> None:
 # Answers.
 
 SELF = answers.SelfAnswer(
-    inside_tmux=True, verified_by="tty", caller=answers.Caller(pid=9, tty="/dev/pts/5"),
+    inside_tmux=True,
+    verified_by="tty",
+    caller=answers.Caller(pid=9, tty="/dev/pts/5"),
     location=LOC,
 )
 ENTRY = answers.NeighborEntry(id="%4", index=1, shared=40)
@@ -104,14 +138,22 @@ DECODED: list[tuple[Call[object], object]] = [
     (PLAIN.where_am_i(), SELF),
     (PLAIN.location("%3", None, False), LOC),
     (PLAIN.neighbors(None, "%3", None), answers.PaneNeighbors(pane="%3", right=(ENTRY,))),
-    (PLAIN.neighbors("right", "%3", None),
-     answers.DirectionNeighbors(pane="%3", direction="right", panes=(ENTRY,))),
+    (
+        PLAIN.neighbors("right", "%3", None),
+        answers.DirectionNeighbors(pane="%3", direction="right", panes=(ENTRY,)),
+    ),
     (PLAIN.panes("window", "full", None, None, None), answers.PaneList(panes=(LOC,), total=1)),
-    (PLAIN.panes("window", "summary", None, None, None),
-     answers.PaneSummaryList(panes=(answers.summary_of(LOC),), total=3, truncated=True)),
+    (
+        PLAIN.panes("window", "summary", None, None, None),
+        answers.PaneSummaryList(panes=(answers.summary_of(LOC),), total=3, truncated=True),
+    ),
     (PLAIN.tree(), answers.Tree(servers=(answers.TreeServer(socket_path="/s", running=True),))),
-    (PLAIN.health(), answers.Health(
-        status="ok", servers=(answers.ServerHealth(socket_path="/s", running=True),))),
+    (
+        PLAIN.health(),
+        answers.Health(
+            status="ok", servers=(answers.ServerHealth(socket_path="/s", running=True),)
+        ),
+    ),
 ]
 
 
@@ -142,8 +184,12 @@ def test_a_newer_daemons_extra_fields_are_ignored() -> None:
 def test_error_answers() -> None:
     core = ClientCore()
     with pytest.raises(ClientError) as exc:
-        core.answer(core.location("%9", None, False), 404,
-                    None, b'{"error":{"code":"not_found","message":"no pane %9"}}')
+        core.answer(
+            core.location("%9", None, False),
+            404,
+            None,
+            b'{"error":{"code":"not_found","message":"no pane %9"}}',
+        )
     assert (exc.value.status, exc.value.code, exc.value.message) == (404, "not_found", "no pane %9")
     assert type(exc.value) is ClientError
     body = (
@@ -222,7 +268,8 @@ def _run(stream: EventStream, script: list[tuple[str, object]]) -> list[object]:
             if what == "refused":
                 out: object = stream.connect_failed(str(arg))
             elif what == "status":
-                status, retry_after = arg  # type: ignore[misc]
+                assert isinstance(arg, tuple)
+                status, retry_after = arg
                 out = stream.answered(status, retry_after, b"")
             elif what == "line":
                 event = stream.feed(arg)  # type: ignore[arg-type]
@@ -237,16 +284,32 @@ def _run(stream: EventStream, script: list[tuple[str, object]]) -> list[object]:
     return said
 
 
-RETRY = "retry"
+RETRY: Literal["retry"] = "retry"
 
 RESUME_TABLE: list[tuple[str, dict[str, object], list[tuple[str, object]], list[object]]] = [
     (
         "exact resume after a cut",
         {},
-        [("connect", None), ("status", (200, None)), ("line", SNAP), ("line", BEAT),
-         ("line", ADDED), ("dropped", None), ("connect", None), ("status", (200, None))],
-        [("asks", None), Step("read"), "a:5", None, "a:6", Step(RETRY, 0.05),
-         ("asks", "a:6"), Step("read")],
+        [
+            ("connect", None),
+            ("status", (200, None)),
+            ("line", SNAP),
+            ("line", BEAT),
+            ("line", ADDED),
+            ("dropped", None),
+            ("connect", None),
+            ("status", (200, None)),
+        ],
+        [
+            ("asks", None),
+            Step("read"),
+            "a:5",
+            None,
+            "a:6",
+            Step(RETRY, 0.05),
+            ("asks", "a:6"),
+            Step("read"),
+        ],
     ),
     (
         "resume from the caller's id",
@@ -257,31 +320,64 @@ RESUME_TABLE: list[tuple[str, dict[str, object], list[tuple[str, object]], list[
     (
         "reset after a daemon restart: resumes after the new snapshot",
         {},
-        [("status", (200, None)), ("line", ADDED), ("ended", None), ("refused", "refused"),
-         ("status", (200, None)), ("line", RESET), ("line", SNAP_B), ("dropped", None),
-         ("connect", None)],
-        [Step("read"), "a:6", Step(RETRY, 0.05), Step(RETRY, 0.1), Step("read"), "b:0",
-         "b:0", Step(RETRY, 0.05), ("asks", "b:0")],
+        [
+            ("status", (200, None)),
+            ("line", ADDED),
+            ("ended", None),
+            ("refused", "refused"),
+            ("status", (200, None)),
+            ("line", RESET),
+            ("line", SNAP_B),
+            ("dropped", None),
+            ("connect", None),
+        ],
+        [
+            Step("read"),
+            "a:6",
+            Step(RETRY, 0.05),
+            Step(RETRY, 0.1),
+            Step("read"),
+            "b:0",
+            "b:0",
+            Step(RETRY, 0.05),
+            ("asks", "b:0"),
+        ],
     ),
     (
         "reset, then cut before the snapshot: asks again from the old id",
         {},
-        [("status", (200, None)), ("line", ADDED), ("line", RESET), ("dropped", None),
-         ("connect", None)],
+        [
+            ("status", (200, None)),
+            ("line", ADDED),
+            ("line", RESET),
+            ("dropped", None),
+            ("connect", None),
+        ],
         [Step("read"), "a:6", "b:0", Step(RETRY, 0.05), ("asks", "a:6")],
     ),
     (
         "lagged: the snapshot that follows is the resume point",
         {},
-        [("status", (200, None)), ("line", ADDED), ("line", LAGGED), ("connect", None),
-         ("line", SNAP_9), ("connect", None)],
+        [
+            ("status", (200, None)),
+            ("line", ADDED),
+            ("line", LAGGED),
+            ("connect", None),
+            ("line", SNAP_9),
+            ("connect", None),
+        ],
         [Step("read"), "a:6", "a:9", ("asks", "a:6"), "a:9", ("asks", "a:9")],
     ),
     (
         "503 too_many_streams: waits Retry-After, else the backoff",
         {},
-        [("status", (503, "3")), ("status", (503, None)), ("status", (503, "soon")),
-         ("status", (200, None)), ("dropped", None)],
+        [
+            ("status", (503, "3")),
+            ("status", (503, None)),
+            ("status", (503, "soon")),
+            ("status", (200, None)),
+            ("dropped", None),
+        ],
         [Step(RETRY, 3.0), Step(RETRY, 0.1), Step(RETRY, 0.2), Step("read"), Step(RETRY, 0.05)],
     ),
     (
@@ -299,16 +395,35 @@ RESUME_TABLE: list[tuple[str, dict[str, object], list[tuple[str, object]], list[
     (
         "backoff doubles to its cap while the daemon is away, and resets on success",
         {},
-        [("status", (200, None)), ("dropped", None), ("refused", "x"), ("refused", "x"),
-         ("refused", "x"), ("status", (200, None)), ("dropped", None)],
-        [Step("read"), Step(RETRY, 0.05), Step(RETRY, 0.1), Step(RETRY, 0.2), Step(RETRY, 0.2),
-         Step("read"), Step(RETRY, 0.05)],
+        [
+            ("status", (200, None)),
+            ("dropped", None),
+            ("refused", "x"),
+            ("refused", "x"),
+            ("refused", "x"),
+            ("status", (200, None)),
+            ("dropped", None),
+        ],
+        [
+            Step("read"),
+            Step(RETRY, 0.05),
+            Step(RETRY, 0.1),
+            Step(RETRY, 0.2),
+            Step(RETRY, 0.2),
+            Step("read"),
+            Step(RETRY, 0.05),
+        ],
     ),
     (
         "without reconnect: a cut or the end stops, a refusal is an error",
         {"reconnect": False},
-        [("status", (200, None)), ("line", SNAP), ("dropped", None), ("ended", None),
-         ("refused", "x")],
+        [
+            ("status", (200, None)),
+            ("line", SNAP),
+            ("dropped", None),
+            ("ended", None),
+            ("refused", "x"),
+        ],
         [Step("read"), "a:5", Step("stop"), Step("stop"), "DaemonUnavailable"],
     ),
 ]

@@ -15,8 +15,10 @@ import pytest
 from tmuxlocd import context, harness
 from tmuxlocd.harness import State
 
-A = "tmux location:\nsession s, window 0 \"w\", pane 0 %1\nwindow active=1, pane active=1, " \
+A = (
+    'tmux location:\nsession s, window 0 "w", pane 0 %1\nwindow active=1, pane active=1, '
     "layout x\nneighbors: above none; below none; left none; right none\n"
+)
 
 
 @pytest.fixture
@@ -58,7 +60,7 @@ def test_a_failed_write_leaves_the_old_state_and_no_temporary_file(
     def full(fd: int, data: bytes) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(context.os, "write", full)
+    monkeypatch.setattr("tmuxlocd.context.os.write", full)
     assert not store.save("claude-s", State(2, 3, '"f"', A))
     monkeypatch.undo()
     assert store.load("claude-s") == State(1, 2, '"e"', A)
@@ -127,25 +129,35 @@ def test_two_hooks_at_once_never_lose_a_turn(
 def test_run_reads_stdin_and_prints_the_harness_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(context, "read_location",
-                        lambda etag, env: harness.Reading("location", A, '"e"'))
+    monkeypatch.setattr(
+        context, "read_location", lambda etag, env: harness.Reading("location", A, '"e"')
+    )
     data = json.dumps({"hook_event_name": "BeforeAgent", "session_id": "g1"}).encode()
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
     env = {"TMUXLOCD_SOCKET": str(tmp_path / "d" / "d.sock")}
     context.run(["gemini", "--min-interval-ms", "oops"], env)
     out = capsys.readouterr()
     assert out.err == ""
-    assert json.loads(out.out) == {"hookSpecificOutput": {
-        "hookEventName": "BeforeAgent", "additionalContext": harness.labelled(A, 1)}}
+    assert json.loads(out.out) == {
+        "hookSpecificOutput": {
+            "hookEventName": "BeforeAgent",
+            "additionalContext": harness.labelled(A, 1),
+        }
+    }
     assert (tmp_path / "d" / "context" / "gemini-g1").exists()
 
 
 @pytest.mark.parametrize(
     ("args", "parsed"),
-    [(["claude"], ("claude", 0)), (["codex", "--min-interval-ms", "250"], ("codex", 250)),
-     (["gemini", "--min-interval-ms=9"], ("gemini", 9)),
-     (["claude", "--min-interval-ms", "-3"], ("claude", 0)),
-     (["claude", "--min-interval-ms"], ("claude", 0)), (["vim"], None), ([], None)],
+    [
+        (["claude"], ("claude", 0)),
+        (["codex", "--min-interval-ms", "250"], ("codex", 250)),
+        (["gemini", "--min-interval-ms=9"], ("gemini", 9)),
+        (["claude", "--min-interval-ms", "-3"], ("claude", 0)),
+        (["claude", "--min-interval-ms"], ("claude", 0)),
+        (["vim"], None),
+        ([], None),
+    ],
 )
 def test_arguments(args: list[str], parsed: tuple[str, int] | None) -> None:
     assert context.parse_args(args) == parsed
@@ -190,12 +202,14 @@ class FakeDaemon:
                 text = head.decode()
                 self.heads.append(text)
                 if 'if-none-match: "v1"' in text.lower():
-                    conn.sendall(b'HTTP/1.1 304 Not Modified\r\nETag: "v1"\r\n'
-                                 b"Content-Length: 0\r\n\r\n")
+                    conn.sendall(
+                        b'HTTP/1.1 304 Not Modified\r\nETag: "v1"\r\nContent-Length: 0\r\n\r\n'
+                    )
                 else:
-                    conn.sendall(b'HTTP/1.1 200 OK\r\nETag: "v1"\r\nContent-Type: text/plain\r\n'
-                                 b"Content-Length: " + str(len(self.body)).encode()
-                                 + b"\r\n\r\n" + self.body)
+                    conn.sendall(
+                        b'HTTP/1.1 200 OK\r\nETag: "v1"\r\nContent-Type: text/plain\r\n'
+                        b"Content-Length: " + str(len(self.body)).encode() + b"\r\n\r\n" + self.body
+                    )
 
     def close(self) -> None:
         self.sock.close()

@@ -35,8 +35,10 @@ from tmuxlocd.harness import (
 
 REPO = str(Path(__file__).resolve().parents[2])
 
-A = "tmux location:\nsession s, window 0 \"w\", pane 0 %1\nwindow active=1, pane active=1, " \
+A = (
+    'tmux location:\nsession s, window 0 "w", pane 0 %1\nwindow active=1, pane active=1, '
     "layout x\nneighbors: above none; below none; left none; right none\n"
+)
 B = A.replace("below none", "below %2")
 
 
@@ -58,11 +60,16 @@ def step_and_conclude(
 @pytest.mark.parametrize(
     ("name", "event", "kind"),
     [
-        ("claude", "SessionStart", START), ("claude", "UserPromptSubmit", PROMPT),
-        ("claude", "PostToolUse", TOOL), ("codex", "SessionStart", START),
-        ("codex", "UserPromptSubmit", PROMPT), ("codex", "PostToolUse", TOOL),
-        ("gemini", "SessionStart", START), ("gemini", "BeforeAgent", PROMPT),
-        ("gemini", "AfterTool", TOOL), ("gemini", "PreCompress", FORGET),
+        ("claude", "SessionStart", START),
+        ("claude", "UserPromptSubmit", PROMPT),
+        ("claude", "PostToolUse", TOOL),
+        ("codex", "SessionStart", START),
+        ("codex", "UserPromptSubmit", PROMPT),
+        ("codex", "PostToolUse", TOOL),
+        ("gemini", "SessionStart", START),
+        ("gemini", "BeforeAgent", PROMPT),
+        ("gemini", "AfterTool", TOOL),
+        ("gemini", "PreCompress", FORGET),
     ],
 )
 def test_events_of_each_harness(name: str, event: str, kind: str) -> None:
@@ -74,13 +81,21 @@ def test_events_of_each_harness(name: str, event: str, kind: str) -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [b"", b"{", b"null", b"[]", b'"x"', b'{"session_id": "a"}',
-     b'{"hook_event_name": "UserPromptSubmit"}',
-     b'{"hook_event_name": "UserPromptSubmit", "session_id": ""}',
-     b'{"hook_event_name": "UserPromptSubmit", "session_id": 7}',
-     b'{"hook_event_name": "Stop", "session_id": "a"}',
-     b'{"hook_event_name": "BeforeAgent", "session_id": "a"}',  # Gemini's name, not Claude's
-     b"[" * 100_000, b"\xff"],
+    [
+        b"",
+        b"{",
+        b"null",
+        b"[]",
+        b'"x"',
+        b'{"session_id": "a"}',
+        b'{"hook_event_name": "UserPromptSubmit"}',
+        b'{"hook_event_name": "UserPromptSubmit", "session_id": ""}',
+        b'{"hook_event_name": "UserPromptSubmit", "session_id": 7}',
+        b'{"hook_event_name": "Stop", "session_id": "a"}',
+        b'{"hook_event_name": "BeforeAgent", "session_id": "a"}',  # Gemini's name, not Claude's
+        b"[" * 100_000,
+        b"\xff",
+    ],
 )
 def test_events_refused(data: bytes) -> None:
     assert parse_event("claude", data) is None
@@ -103,8 +118,19 @@ def test_any_bytes_parse_or_refuse(data: bytes) -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("0", 0), ("250", 250), ("86400000", 86_400_000), ("86400001", None), ("-1", None),
-     ("1.5", None), ("", None), (" 5", None), ("٣", None), ("1e3", None), ("9" * 40, None)],
+    [
+        ("0", 0),
+        ("250", 250),
+        ("86400000", 86_400_000),
+        ("86400001", None),
+        ("-1", None),
+        ("1.5", None),
+        ("", None),
+        (" 5", None),
+        ("٣", None),
+        ("1e3", None),
+        ("9" * 40, None),
+    ],
 )
 def test_min_interval(text: str, value: int | None) -> None:
     assert parse_min_interval(text) == value
@@ -123,18 +149,23 @@ def json_loads(text: str) -> object:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
 
 @settings(max_examples=300)
 @given(json_values, st.sampled_from([None, 0, 2, "\t"]), st.booleans())
-def test_parse_json_agrees_with_json_loads(value: object, indent: int | str | None,
-                                           ascii_only: bool) -> None:
+def test_parse_json_agrees_with_json_loads(
+    value: object, indent: int | str | None, ascii_only: bool
+) -> None:
     text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
     assert harness.parse_json(text) == json_loads(text)
 
@@ -154,8 +185,23 @@ def test_parse_json_accepts_and_refuses_as_json_loads(text: str) -> None:
     assert harness.parse_json(text) == expected
 
 
-@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "[" * 65 + "]" * 65,
-                                  '{"a": 1,}', "[1,]", "01", "1.", ".5", "-", '"\x01"', ""])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "[" * 65 + "]" * 65,
+        '{"a": 1,}',
+        "[1,]",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        '"\x01"',
+        "",
+    ],
+)
 def test_parse_json_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         harness.parse_json(text)
@@ -251,8 +297,9 @@ readings = st.sampled_from([UNCHANGED, ABSENT, loc(A, '"a"'), loc(B, '"b"')])
 
 
 @settings(max_examples=300)
-@given(st.lists(st.tuples(events, readings, st.integers(0, 2000)), max_size=30),
-       st.integers(0, 1000))
+@given(
+    st.lists(st.tuples(events, readings, st.integers(0, 2000)), max_size=30), st.integers(0, 1000)
+)
 def test_random_schedules(steps: list[tuple[str, Reading, int]], floor: int) -> None:
     """Against a model: what the model was told last is always the state's block; a prompt
     injects iff the location differs from it (floor permitting); nothing is ever told twice
@@ -303,8 +350,9 @@ def test_random_schedules(steps: list[tuple[str, Reading, int]], floor: int) -> 
 # State files and output.
 
 
-@given(st.integers(0, 10**9), st.integers(0, 2**53), st.text(max_size=40),
-       st.sampled_from(["", A, B]))
+@given(
+    st.integers(0, 10**9), st.integers(0, 2**53), st.text(max_size=40), st.sampled_from(["", A, B])
+)
 def test_state_round_trip(turn: int, time_ms: int, etag: str, block: str) -> None:
     state = State(turn, time_ms, etag, block)
     back = decode_state(encode_state(state))
@@ -343,12 +391,19 @@ def test_state_names_keep_plain_ids_and_digest_others() -> None:
 
 
 def test_render_is_the_documented_shape() -> None:
-    for name, event in (("claude", "UserPromptSubmit"), ("codex", "PostToolUse"),
-                        ("gemini", "BeforeAgent")):
+    for name, event in (
+        ("claude", "UserPromptSubmit"),
+        ("codex", "PostToolUse"),
+        ("gemini", "BeforeAgent"),
+    ):
         out = render(name, event, "tmux location:\nsession é\n")
         assert out.endswith(b"\n") and out.count(b"\n") == 1
-        assert json.loads(out) == {"hookSpecificOutput": {
-            "hookEventName": event, "additionalContext": "tmux location:\nsession é\n"}}
+        assert json.loads(out) == {
+            "hookSpecificOutput": {
+                "hookEventName": event,
+                "additionalContext": "tmux location:\nsession é\n",
+            }
+        }
 
 
 def test_the_text_is_facts_not_instructions() -> None:
@@ -360,10 +415,15 @@ def test_the_text_is_facts_not_instructions() -> None:
 def test_expiry() -> None:
     day = 86_400.0
     now = 100 * day
-    entries = [("claude-old", now - 8 * day), ("claude-old.lock", now - 8 * day),
-               ("claude-new", now - 10), ("claude-new.lock", now - 10),
-               ("claude-new.tmp123", now - 10), ("codex-gone.tmp9", now - 7200),
-               ("codex-gone.lock", now - 60)]
+    entries = [
+        ("claude-old", now - 8 * day),
+        ("claude-old.lock", now - 8 * day),
+        ("claude-new", now - 10),
+        ("claude-new.lock", now - 10),
+        ("claude-new.tmp123", now - 10),
+        ("codex-gone.tmp9", now - 7200),
+        ("codex-gone.lock", now - 60),
+    ]
     assert expired(entries, now) == ["claude-old", "claude-old.lock", "codex-gone.tmp9"]
     many = [(f"c-{i}", now - i) for i in range(harness.STATE_MAX_FILES + 5)]
     many += [(f"c-{harness.STATE_MAX_FILES + 1}.lock", now)]
@@ -403,6 +463,7 @@ def test_context_imports_nothing_heavy() -> None:
         "print(sorted(heavy & set(sys.modules)))"
     )
     # As the installed hook starts it: without site (which itself imports some of these).
-    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
-                         cwd=REPO, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    ).stdout
     assert out.strip() == "[]"

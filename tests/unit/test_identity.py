@@ -53,8 +53,16 @@ def test_read_stat_of_a_missing_process_is_none() -> None:
 
 @pytest.mark.parametrize(
     ("value", "hint"),
-    [("%3", "%3"), ("%120", "%120"), ("3", None), ("%", None), ("%x", None), ("", None),
-     ("%3 ", None), ("%²", None)],
+    [
+        ("%3", "%3"),
+        ("%120", "%120"),
+        ("3", None),
+        ("%", None),
+        ("%x", None),
+        ("", None),
+        ("%3 ", None),
+        ("%²", None),
+    ],
 )
 def test_pane_id_hint(value: str, hint: str | None) -> None:
     assert pane_id_hint(value) == hint

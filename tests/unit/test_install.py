@@ -31,13 +31,17 @@ class Env:
 
     def run(self, harness: str, **kw: Any) -> int:
         self.lines = []
-        return run(harness, home=self.home, cwd=self.cwd, exe=EXE, hook=HOOK,
-                   out=self.lines.append, **kw)
+        return run(
+            harness, home=self.home, cwd=self.cwd, exe=EXE, hook=HOOK, out=self.lines.append, **kw
+        )
 
     def files(self) -> dict[str, bytes]:
-        return {str(p.relative_to(self.home.parent)): p.read_bytes()
-                for root in (self.home, self.cwd) for p in sorted(root.rglob("*"))
-                if p.is_file()}
+        return {
+            str(p.relative_to(self.home.parent)): p.read_bytes()
+            for root in (self.home, self.cwd)
+            for p in sorted(root.rglob("*"))
+            if p.is_file()
+        }
 
 
 @pytest.fixture
@@ -62,8 +66,10 @@ def test_claude_user(env: Env) -> None:
     cmd = f"{EXE[0]} context claude"
     for event in hooks:
         assert hooks[event] == [
-            {**({"matcher": "Bash"} if event == "PostToolUse" else {}),
-             "hooks": [{"type": "command", "command": cmd, "timeout": 10}]}
+            {
+                **({"matcher": "Bash"} if event == "PostToolUse" else {}),
+                "hooks": [{"type": "command", "command": cmd, "timeout": 10}],
+            }
         ]
     # User MCP servers live in ~/.claude.json, which Claude Code rewrites: a command to run.
     assert not (env.home / ".claude.json").exists()
@@ -87,7 +93,8 @@ def test_codex(env: Env) -> None:
     assert hooks["UserPromptSubmit"][0]["hooks"][0]["timeout"] == 10  # seconds
     config = tomlkit.parse((env.home / ".codex" / "config.toml").read_text())
     assert config["mcp_servers"]["tmux"] == {
-        "command": EXE[0], "args": ["mcp"],
+        "command": EXE[0],
+        "args": ["mcp"],
         "env_vars": ["TMUX", "TMUX_PANE", "XDG_RUNTIME_DIR", "TMUXLOCD_SOCKET"],
     }
     assert any("/hooks" in line and "trust" in line for line in env.lines)
@@ -106,8 +113,12 @@ def test_gemini(env: Env) -> None:
     assert list(hooks) == ["SessionStart", "BeforeAgent", "AfterTool", "PreCompress"]
     assert hooks["AfterTool"][0]["matcher"] == "run_shell_command"
     entry = hooks["BeforeAgent"][0]["hooks"][0]
-    assert entry == {"name": "tmuxlocd", "type": "command",
-                     "command": f"{EXE[0]} context gemini", "timeout": 10000}  # milliseconds
+    assert entry == {
+        "name": "tmuxlocd",
+        "type": "command",
+        "command": f"{EXE[0]} context gemini",
+        "timeout": 10000,
+    }  # milliseconds
     assert settings["mcpServers"] == {"tmux": {"command": EXE[0], "args": ["mcp"]}}
 
 
@@ -146,12 +157,16 @@ def test_a_new_floor_replaces_the_hooks(env: Env) -> None:
 # Existing files.
 
 
-CLAUDE = {
+CLAUDE: dict[str, Any] = {
     "model": "opus",
     "permissions": {"allow": ["Bash(git status)"]},
     "hooks": {
-        "PostToolUse": [{"matcher": "Edit|Write", "hooks": [
-            {"type": "command", "command": "prettier --write", "timeout": 30}]}],
+        "PostToolUse": [
+            {
+                "matcher": "Edit|Write",
+                "hooks": [{"type": "command", "command": "prettier --write", "timeout": 30}],
+            }
+        ],
         "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],
     },
 }
@@ -176,8 +191,9 @@ def test_existing_entries_are_kept_and_remove_is_byte_identical(env: Env) -> Non
 def test_hand_formatted_json(env: Env) -> None:
     settings = env.home / ".gemini" / "settings.json"
     settings.parent.mkdir()
-    tabbed = json.dumps({"theme": "Dracula", "mcpServers": {"git": {"command": "git-mcp"}}},
-                        indent="\t")
+    tabbed = json.dumps(
+        {"theme": "Dracula", "mcpServers": {"git": {"command": "git-mcp"}}}, indent="\t"
+    )
     settings.write_text(tabbed)  # tabs, no final newline
     env.run("gemini")
     text = settings.read_text()
@@ -231,8 +247,10 @@ def test_codex_toml_keeps_comments_and_remove_is_byte_identical(env: Env) -> Non
 def test_codex_entry_of_ours_is_updated_in_place(env: Env) -> None:
     config = env.home / ".codex" / "config.toml"
     config.parent.mkdir()
-    config.write_text('[mcp_servers.tmux]  # where am I\ncommand = "/old/bin/tmuxlocd"\n'
-                      'args = ["mcp"]\nstartup_timeout_sec = 20\n')
+    config.write_text(
+        '[mcp_servers.tmux]  # where am I\ncommand = "/old/bin/tmuxlocd"\n'
+        'args = ["mcp"]\nstartup_timeout_sec = 20\n'
+    )
     env.run("codex")
     doc = tomlkit.parse(config.read_text())
     assert doc["mcp_servers"]["tmux"]["command"] == EXE[0]
@@ -251,25 +269,37 @@ def test_someone_elses_tmux_server_is_left_alone(env: Env) -> None:
 
 
 def test_our_hook_sharing_a_group_with_others(env: Env) -> None:
-    data = {"hooks": {"UserPromptSubmit": [{"hooks": [
-        {"type": "command", "command": "date"},
-        {"type": "command", "command": "'/x/bin/tmuxlocd' context claude"}]}]}}
-    assert remove_hooks(data) == {"hooks": {"UserPromptSubmit": [{"hooks": [
-        {"type": "command", "command": "date"}]}]}}
+    data = {
+        "hooks": {
+            "UserPromptSubmit": [
+                {
+                    "hooks": [
+                        {"type": "command", "command": "date"},
+                        {"type": "command", "command": "'/x/bin/tmuxlocd' context claude"},
+                    ]
+                }
+            ]
+        }
+    }
+    assert remove_hooks(data) == {
+        "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "date"}]}]}
+    }
 
 
 @pytest.mark.parametrize(
     ("name", "text"),
-    [(".claude/settings.json", '{"model": "opus",}'),
-     (".claude/settings.json", "// comment\n{}"),
-     (".claude/settings.json", "[1, 2]"),
-     (".claude/settings.json", '{"hooks": []}'),
-     (".claude/settings.json", '{"hooks": {"UserPromptSubmit": {}}}'),
-     (".codex/config.toml", "model = \n"),
-     (".codex/config.toml", 'mcp_servers = "x"\n'),
-     (".codex/config.toml", 'mcp_servers = { a = { command = "b" } }\n'),
-     (".codex/hooks.json", "{"),
-     (".gemini/settings.json", '{"a": 1} {"b": 2}')],
+    [
+        (".claude/settings.json", '{"model": "opus",}'),
+        (".claude/settings.json", "// comment\n{}"),
+        (".claude/settings.json", "[1, 2]"),
+        (".claude/settings.json", '{"hooks": []}'),
+        (".claude/settings.json", '{"hooks": {"UserPromptSubmit": {}}}'),
+        (".codex/config.toml", "model = \n"),
+        (".codex/config.toml", 'mcp_servers = "x"\n'),
+        (".codex/config.toml", 'mcp_servers = { a = { command = "b" } }\n'),
+        (".codex/hooks.json", "{"),
+        (".gemini/settings.json", '{"a": 1} {"b": 2}'),
+    ],
 )
 def test_unparseable_files_are_left_untouched(env: Env, name: str, text: str) -> None:
     harness = {".claude": "claude", ".codex": "codex", ".gemini": "gemini"}[name.split("/")[0]]
@@ -290,13 +320,22 @@ def test_unparseable_files_are_left_untouched(env: Env, name: str, text: str) ->
 
 
 def test_commands_are_recognised_however_quoted() -> None:
-    for command in ("/a b/tmuxlocd context claude", "'/a b/tmuxlocd' context gemini",
-                    "tmuxlocd context codex --min-interval-ms 5",
-                    '"/x/tmuxlocd" context claude'):
+    for command in (
+        "/a b/tmuxlocd context claude",
+        "'/a b/tmuxlocd' context gemini",
+        "tmuxlocd context codex --min-interval-ms 5",
+        '"/x/tmuxlocd" context claude',
+    ):
         assert is_ours(command)
-    for command in ("tmuxlocd where", "mytmuxlocd context claude", "tmuxlocd context vim",
-                    "echo tmuxlocd", None, 3):
-        assert not is_ours(command)
+    for other in (
+        "tmuxlocd where",
+        "mytmuxlocd context claude",
+        "tmuxlocd context vim",
+        "echo tmuxlocd",
+        None,
+        3,
+    ):
+        assert not is_ours(other)
     assert hook_command(["/a b/tmuxlocd", "context"], "claude", 250) == (
         "'/a b/tmuxlocd' context claude --min-interval-ms 250"
     )
@@ -318,7 +357,11 @@ def test_install_cli_refuses_a_bad_floor(tmp_path: Path) -> None:
     for bad in ("-1", "1.5", "soon", "99999999999"):
         proc = subprocess.run(
             [sys.executable, "-m", "tmuxlocd", "install", "claude", "--min-interval-ms", bad],
-            capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            check=False,
         )
         assert proc.returncode == 2, proc.stderr
         assert "--min-interval-ms" in proc.stderr
@@ -339,3 +382,62 @@ def test_the_default_hook_replaces_an_older_form(env: Env) -> None:
     hooks = hooks_of(env.home / ".claude" / "settings.json")
     commands = [g["hooks"][0]["command"] for g in hooks["UserPromptSubmit"]]
     assert len(commands) == 1 and " -S " in commands[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# systemd: the packaged user units.
+
+
+def test_systemd_units_are_packaged_and_linked_from_the_top_level() -> None:
+    from tmuxlocd.install import packaged_file
+
+    for name, top in [
+        ("tmuxlocd.service", "systemd"),
+        ("tmuxlocd.socket", "systemd"),
+        ("tmux.conf.snippet", "hooks"),
+    ]:
+        assert packaged_file(name) == (Path(REPO) / top / name).read_text()
+
+
+def test_systemd_install_dry_run_remove(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmuxlocd.install import packaged_file
+
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    units = env.home / ".config" / "systemd" / "user"
+    assert env.run("systemd", dry_run=True) == 0
+    assert not units.exists() and env.lines[-1] == "(dry run: nothing written)"
+    assert any("+ExecStart=%h/.local/bin/tmuxlocd serve" in line for line in env.lines)
+    assert env.run("systemd") == 0
+    for name in ("tmuxlocd.service", "tmuxlocd.socket"):
+        assert (units / name).read_text() == packaged_file(name)
+    assert env.run("systemd") == 0
+    assert sum(line.startswith("unchanged: ") for line in env.lines) == 2
+    assert env.run("systemd", remove=True) == 0
+    assert sorted(units.iterdir()) == []
+    assert env.run("systemd", remove=True) == 0
+    assert sum(line.startswith("not installed: ") for line in env.lines) == 2
+
+
+def test_systemd_never_overwrites_or_removes_a_unit_that_differs(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(env.home / "cfg"))
+    units = env.home / "cfg" / "systemd" / "user"
+    units.mkdir(parents=True)
+    mine = "[Service]\nExecStart=/opt/bin/tmuxlocd serve\n"
+    (units / "tmuxlocd.service").write_text(mine)
+    assert env.run("systemd") == 1
+    assert (units / "tmuxlocd.service").read_text() == mine  # untouched
+    assert (units / "tmuxlocd.socket").exists()  # the other one is written
+    assert any("differs from the unit this tmuxlocd ships" in line for line in env.lines)
+    assert any(
+        line.startswith("-ExecStart=/opt/bin/tmuxlocd")
+        for line in "\n".join(env.lines).splitlines()
+    )
+    assert env.run("systemd", remove=True) == 1
+    assert (units / "tmuxlocd.service").read_text() == mine
+    assert not (units / "tmuxlocd.socket").exists()
+
+
+def test_systemd_has_no_project_form(env: Env) -> None:
+    assert env.run("systemd", project=True) == 2

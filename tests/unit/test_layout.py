@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.tools import capture_layouts
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.layout import (
     MAX_DEPTH,
@@ -274,21 +272,3 @@ def test_mutated_captures(body: str, edits: list[tuple[str, int, str]]) -> None:
             else:
                 chars[i] = char
     _parse_or_layout_error(with_checksum("".join(chars)))
-
-
-# --- live tmux ------------------------------------------------------------------------------
-
-
-@pytest.mark.integration
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs a tmux binary")
-def test_live_layouts_match_tmux() -> None:
-    tool = capture_layouts
-    live = tool.capture_all(
-        ["single", "nested-3-deep", "uneven-grid", "zoomed", "tiny-tiled-6"],
-        directions=False,
-    )
-    for cap in live.values():
-        for layout in (cap["window_layout"], cap["window_visible_layout"]):
-            assert format_layout(parse_layout(layout)) == layout
-        rects = pane_rects(parse_layout(cap["window_layout"]))
-        assert rects == tmux_rects(cap.get("unzoomed_panes", cap["panes"]))

@@ -29,15 +29,29 @@ SOCKET = "/tmp/tmux-1000/default"
 
 
 def loc(
-    pane: str = "%3", *, window: str = "@2", name: str = "editor", active: bool = True,
-    pid: int = 100, layout: str = "b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
+    pane: str = "%3",
+    *,
+    window: str = "@2",
+    name: str = "editor",
+    active: bool = True,
+    pid: int = 100,
+    layout: str = "b25d,158x40,0,0{79x40,0,0,3,78x40,80,0,4}",
 ) -> Location:
     return Location(
         server=ServerRef(socket_path=SOCKET, pid=42),
         session=SessionRef(id="$1", name="work"),
         window=WindowRef(id=window, index=1, name=name, active=True, zoomed=False, layout=layout),
-        pane=PaneRef(id=pane, index=0, active=active, tty="/dev/pts/5", pid=pid,
-                     left=0, top=0, width=79, height=40),
+        pane=PaneRef(
+            id=pane,
+            index=0,
+            active=active,
+            tty="/dev/pts/5",
+            pid=pid,
+            left=0,
+            top=0,
+            width=79,
+            height=40,
+        ),
         neighbors=Neighbors(right=("%4",)),
     )
 
@@ -57,7 +71,8 @@ def test_where_text_in_a_pane() -> None:
 
 def test_where_text_outside_tmux_says_to_ask() -> None:
     info = SelfInfo(
-        inside_tmux=False, reason="no_controlling_tty",
+        inside_tmux=False,
+        reason="no_controlling_tty",
         caller=Caller(pid=1, env_pane="%7", ancestor_pane=None),
     )
     text = shim.where_text(info, live=True)
@@ -70,7 +85,15 @@ def test_window_summary_has_the_daemons_shape() -> None:
     body = json.loads(shim.window_summary([loc("%4"), loc("%3")]))
     assert body["total"] == 2 and body["truncated"] is False
     assert set(body["panes"][0]) == {
-        "id", "index", "active", "left", "top", "width", "height", "window_id", "session_id",
+        "id",
+        "index",
+        "active",
+        "left",
+        "top",
+        "width",
+        "height",
+        "window_id",
+        "session_id",
         "neighbors",
     }
 
@@ -106,7 +129,7 @@ class FakeClient:
 
 async def settled(live: shim.Live, client: FakeClient) -> None:
     """Until every queued event was consumed and no notification is pending."""
-    await wait_until(lambda: client.drained() and not live._pending, 5.0, 0.005, "quiet")
+    await wait_until(lambda: client.drained() and not live._pending, 5.0, "quiet", interval=0.005)
 
 
 def snapshot(*locations: Location) -> SnapshotEvent:
@@ -191,10 +214,13 @@ class _FailingSync:
 
         self.fresh.append(fresh)
         if fresh:
-            raise SyncFailedError(503, "sync_failed", "tmux could not be re-read",
-                                  {SOCKET: "list-panes: no answer within 5 s"})
-        return SelfInfo(inside_tmux=True, verified_by="tty", caller=Caller(pid=1),
-                        location=loc())
+            raise SyncFailedError(
+                503,
+                "sync_failed",
+                "tmux could not be re-read",
+                {SOCKET: "list-panes: no answer within 5 s"},
+            )
+        return SelfInfo(inside_tmux=True, verified_by="tty", caller=Caller(pid=1), location=loc())
 
 
 async def test_where_am_i_fresh_surfaces_a_failed_reread_as_an_error() -> None:
@@ -202,16 +228,18 @@ async def test_where_am_i_fresh_surfaces_a_failed_reread_as_an_error() -> None:
 
     client = _FailingSync()
     s = shim.Shim(client, accept_ancestor=False)  # type: ignore[arg-type]
-    ok = await s.on_call_tool(None, mt.CallToolRequestParams(name="where_am_i", arguments={}))
+
+    async def call(arguments: dict[str, Any]) -> mt.CallToolResult:
+        params = mt.CallToolRequestParams(name="where_am_i", arguments=arguments)
+        return await s.on_call_tool(None, params)  # type: ignore[arg-type]
+
+    ok = await call({})
     assert not ok.is_error and client.fresh == [False]
-    failed = await s.on_call_tool(
-        None, mt.CallToolRequestParams(name="where_am_i", arguments={"fresh": True}))
+    failed = await call({"fresh": True})
     assert failed.is_error
     (content,) = failed.content
     assert isinstance(content, mt.TextContent) and "sync_failed" in content.text
     assert client.fresh == [False, True]
-    bad = await s.on_call_tool(
-        None, mt.CallToolRequestParams(name="where_am_i", arguments={"fresh": "yes"}))
-    assert bad.is_error
+    assert (await call({"fresh": "yes"})).is_error
     schema = next(t for t in shim.TOOLS if t.name == "where_am_i").input_schema
     assert schema["properties"]["fresh"]["type"] == "boolean"

@@ -96,7 +96,7 @@ def test_text_form_byte_for_byte() -> None:
 
 
 def test_text_form_escapes_window_name_as_json_keeping_utf8() -> None:
-    rows = [WINDOWS[0].replace("\teditor", "\ted\\\"it\\\\or \\t日本")]
+    rows = [WINDOWS[0].replace("\teditor", '\ted\\"it\\\\or \\t日本')]
     st_ = state_from_rows(SOCK, 1, SESSIONS, rows, PANES[:2])
     loc = build_locations(st_)["%0"]
     assert loc.window.name == 'ed\\"it\\or \t日本'
@@ -153,9 +153,13 @@ def test_diff_kinds() -> None:
     assert all(isinstance(e, PaneChanged) and e.changed == ("window.name",) for e in events)
 
     no_right = state_from_rows(
-        SOCK, 4242, SESSIONS,
-        [w.replace("cc22,158x40,0,0{79x40,0,0,0,78x40,80,0,1}", "afbd,158x40,0,0,0")
-         for w in WINDOWS],
+        SOCK,
+        4242,
+        SESSIONS,
+        [
+            w.replace("cc22,158x40,0,0{79x40,0,0,0,78x40,80,0,1}", "afbd,158x40,0,0,0")
+            for w in WINDOWS
+        ],
         [PANES[0].replace("\t79\t40", "\t158\t40"), *PANES[2:]],
     )
     events = diff(old, build_locations(no_right))
@@ -238,9 +242,15 @@ def random_state(draw: st.DrawFn) -> ServerState:
             f"P\t{window}\t%{i}\t{i}\t{int(draw(st.booleans()))}\t/dev/pts/{i}\t{100 + i}"
             f"\t{left}\t{top}\t{width}\t{height}\t0"
         )
-    names = draw(st.lists(st.text(min_size=0, max_size=5).map(
-        lambda t: t.replace("\t", " ").replace("\n", " ").replace("\\", "/")), min_size=3,
-        max_size=3))
+    names = draw(
+        st.lists(
+            st.text(min_size=0, max_size=5).map(
+                lambda t: t.replace("\t", " ").replace("\n", " ").replace("\\", "/")
+            ),
+            min_size=3,
+            max_size=3,
+        )
+    )
     windows = [
         f"W\t$0\t@{i}\t{i}\t{int(i == 0)}\t0\t\tafbd,158x40,0,0,0\t{names[i]}" for i in range(3)
     ]
@@ -273,9 +283,11 @@ def test_hub_ids_resume_and_lag() -> None:
     assert hub.parse_event_id(f"{hub.instance}:999") is None
     with hub.subscribe(lambda e: True, maxsize=2) as sub:
         for name in ("a", "b", "c", "d", "e", "f"):
-            hub.update(state_from_rows(
-                SOCK, 4242, SESSIONS, [w.replace("\tlogs", f"\t{name}") for w in WINDOWS], PANES
-            ))
+            hub.update(
+                state_from_rows(
+                    SOCK, 4242, SESSIONS, [w.replace("\tlogs", f"\t{name}") for w in WINDOWS], PANES
+                )
+            )
         assert sub.lagged and not sub.queue  # dropped, never grown past maxsize
     assert [i.seq for i in hub.since(seq)] == list(range(seq + 1, hub.seq + 1))
     # the ring holds 8: resuming from the first id is now too old

@@ -10,7 +10,6 @@ tests can demand: our list == tmux's non-wrapped candidates that really share ed
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,7 +19,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.tools import capture_layouts
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.layout import (
     DIRECTIONS,
@@ -330,14 +328,3 @@ def test_random_tree_neighbors(tree: LayoutCell) -> None:
                 assert len(found) - 1 <= uncovered <= len(found) + 1
     if len(rects) == 1:
         assert all(not found for found in next(iter(result.values())).values())
-
-
-# --- live tmux ------------------------------------------------------------------------------
-
-
-@pytest.mark.integration
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs a tmux binary")
-def test_live_neighbors_match_tmux() -> None:
-    tool = capture_layouts
-    for cap in tool.capture_all(["offset-columns", "uneven-grid", "nested-3-deep"]).values():
-        check_against_tmux(cap)

@@ -34,9 +34,15 @@ def captured(name: str = "3.3a", socket_path: str = "/tmp/tmux-0/a") -> ServerSt
     mirror = ServerMirror(socket_path)
     mirror.version = name
     mirror.pid = 100
-    run_reread(mirror.reread(Dirty(full=True)), [[
-        Reply(number=1, time=0, flags=1, ok=True, lines=tuple(data[key]))
-        for key in ("list_sessions", "list_windows", "list_panes")]])
+    run_reread(
+        mirror.reread(Dirty(full=True)),
+        [
+            [
+                Reply(number=1, time=0, flags=1, ok=True, lines=tuple(data[key]))
+                for key in ("list_sessions", "list_windows", "list_panes")
+            ]
+        ],
+    )
     return mirror.state()
 
 
@@ -66,8 +72,13 @@ class Rig:
             self.walked += 1
             return ancestor
 
-        return CallerFacts(pid=4242, tty_nr=tty_nr, env_pane=env_pane, ancestor_tty_nr=walk,
-                           tty_path=lambda: "/dev/pts/77")
+        return CallerFacts(
+            pid=4242,
+            tty_nr=tty_nr,
+            env_pane=env_pane,
+            ancestor_tty_nr=walk,
+            tty_path=lambda: "/dev/pts/77",
+        )
 
 
 # ------------------------------------------------------------------------------ identity
@@ -98,14 +109,19 @@ def test_a_caller_on_a_pane_tty_is_in_that_pane_and_is_not_walked_up() -> None:
         ("other", "none", True, False, None, "tty_not_a_pane", None),
     ],
 )
-def test_identity_cases(tty: str, ancestor: str, accept: bool, inside: bool,
-                        verified: str | None, reason: str | None,
-                        ancestor_pane: str | None) -> None:
+def test_identity_cases(
+    tty: str,
+    ancestor: str,
+    accept: bool,
+    inside: bool,
+    verified: str | None,
+    reason: str | None,
+    ancestor_pane: str | None,
+) -> None:
     rig = Rig(captured())
     tty_nr = 0 if tty == "none" else 99999
     up = 0 if ancestor == "none" else rig.dev(ancestor)
-    answer = decide_self(rig.view, rig.facts(tty_nr, up, env_pane="%3"),
-                         accept_ancestor=accept)
+    answer = decide_self(rig.view, rig.facts(tty_nr, up, env_pane="%3"), accept_ancestor=accept)
     assert (answer.inside_tmux, answer.verified_by, answer.reason) == (inside, verified, reason)
     assert answer.caller.ancestor_pane == ancestor_pane
     assert answer.caller.tty == (None if tty == "none" else "/dev/pts/77")
@@ -129,8 +145,7 @@ def test_find_pane_on_one_or_several_servers() -> None:
     rig = Rig(a, b)
     with pytest.raises(QueryError) as amb:
         find_pane(rig.view, "%1")
-    assert amb.value.code == "ambiguous" and amb.value.servers == ("/tmp/tmux-0/a",
-                                                                   "/tmp/tmux-0/b")
+    assert amb.value.code == "ambiguous" and amb.value.servers == ("/tmp/tmux-0/a", "/tmp/tmux-0/b")
     assert find_pane(rig.view, "%1", "/tmp/tmux-0/b").server.socket_path == "/tmp/tmux-0/b"
     with pytest.raises(QueryError) as missing:
         find_pane(rig.view, "%99")
@@ -154,15 +169,17 @@ def test_selections_and_scopes() -> None:
     everything = select(rig.view, Selection())
     assert [loc.pane.id for loc in everything] == ["%0", "%1", "%2", "%3"]
     me = find_pane(rig.view, "%0")
-    assert [loc.pane.id for loc in select(rig.view, scope_selection(me, "window"))] == [
-        "%0", "%1"]
+    assert [loc.pane.id for loc in select(rig.view, scope_selection(me, "window"))] == ["%0", "%1"]
     # session $0 "work": its own windows; the other session links work:0 in, so from
     # there the window's panes belong too
     work = select(rig.view, scope_selection(me, "session"))
     assert {loc.pane.id for loc in work} == {"%0", "%1", "%2"}
     other = find_pane(rig.view, "%3")
     assert {loc.pane.id for loc in select(rig.view, scope_selection(other, "session"))} == {
-        "%0", "%1", "%3"}
+        "%0",
+        "%1",
+        "%3",
+    }
     assert len(select(rig.view, scope_selection(me, "server"))) == 4
 
 

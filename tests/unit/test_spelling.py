@@ -44,8 +44,12 @@ def test_no_alias_keeps_every_full_name() -> None:
 
 def test_a_shadowed_name_is_sent_under_the_next_spelling() -> None:
     chosen = choose(["list-panes", "lsp", "split-pane"])
-    assert chosen(("list-panes", "-a", "-F", "#{pane_id}")) == ("list-pane", "-a", "-F",
-                                                                 "#{pane_id}")
+    assert chosen(("list-panes", "-a", "-F", "#{pane_id}")) == (
+        "list-pane",
+        "-a",
+        "-F",
+        "#{pane_id}",
+    )
     assert chosen.shadowed == ("list-panes",)
     assert "list-panes (sent as list-pane)" in chosen.describe()
     assert chosen(()) == ()
@@ -72,14 +76,25 @@ def test_the_chosen_spelling_is_never_an_alias(aliases: set[str]) -> None:
 def test_alias_lists_as_tmux_prints_them() -> None:
     # show-options -sv command-alias on 3.3a, default aliases plus one of the user's
     lines = [
-        "split-pane=split-window", "splitp=split-window", "server-info=show-messages -JT",
-        "info=show-messages -JT", "choose-window=choose-tree -w",
-        "choose-session=choose-tree -s", "list-panes=display-message -p hijacked",
+        "split-pane=split-window",
+        "splitp=split-window",
+        "server-info=show-messages -JT",
+        "info=show-messages -JT",
+        "choose-window=choose-tree -w",
+        "choose-session=choose-tree -s",
+        "list-panes=display-message -p hijacked",
     ]
-    assert parse_alias_names(lines) == {
-        "split-pane", "splitp", "server-info", "info", "choose-window", "choose-session",
-        "list-panes",
-    }
+    assert parse_alias_names(lines) == frozenset(
+        {
+            "split-pane",
+            "splitp",
+            "server-info",
+            "info",
+            "choose-window",
+            "choose-session",
+            "list-panes",
+        }
+    )
     assert parse_alias_names([]) == frozenset()
     assert parse_alias_names([""]) == frozenset()
 

@@ -16,11 +16,23 @@ from tmuxlocd.queries import Selection
 from tmuxlocd.streams import SnapshotFrames, StreamCore
 
 
-def core(hub: Hub, selection: Selection, fmt: str = "ndjson", interval: float | None = None,
-         frames: SnapshotFrames | None = None) -> StreamCore:
-    return StreamCore(hub, frames or SnapshotFrames(), selection, CHANGE_TYPES,
-                      fmt,  # type: ignore[arg-type]
-                      interval=interval, turn=None, with_neighbors=True)
+def core(
+    hub: Hub,
+    selection: Selection,
+    fmt: str = "ndjson",
+    interval: float | None = None,
+    frames: SnapshotFrames | None = None,
+) -> StreamCore:
+    return StreamCore(
+        hub,
+        frames or SnapshotFrames(),
+        selection,
+        CHANGE_TYPES,
+        fmt,  # type: ignore[arg-type]
+        interval=interval,
+        turn=None,
+        with_neighbors=True,
+    )
 
 
 def resized(state: ServerState, pane: str, width: int) -> ServerState:
@@ -39,8 +51,9 @@ def test_a_stream_admits_only_its_selection() -> None:
     hub.update(state)
     window = core(hub, Selection(server=state.socket_path, window="@1"))
     window.snapshot()
-    published = hub.update(resized(state, "%2", 100)) + hub.update(resized(
-        resized(state, "%2", 100), "%3", 90))
+    published = hub.update(resized(state, "%2", 100)) + hub.update(
+        resized(resized(state, "%2", 100), "%3", 90)
+    )
     admitted = [item for item in published if window.admits(item.event)]
     assert [item.event.location.pane.id for item in admitted] == ["%2"]  # type: ignore[union-attr]
     out = events_of(window.process(admitted, now=0.0))
