@@ -35,7 +35,7 @@ _NULL = {"type": "null"}
 def document(routes: Iterable[Route[Any]]) -> dict[str, Any]:
     routes = tuple(routes)
     bodies = [r.body for r in routes if r.body is not None]
-    answers = [reply.body for r in routes for reply in r.replies if reply.body is not None]
+    answers = [t for r in routes for reply in r.replies for t in _alternatives(reply.body)]
     queries = list(dict.fromkeys(r.query for r in routes))
     types: list[Any] = [ErrorAnswer, *bodies, *answers, *queries]
     schemas, components = msgspec.json.schema_components(types, ref_template=REF)
@@ -85,6 +85,16 @@ def document(routes: Iterable[Route[Any]]) -> dict[str, Any]:
             },
         },
     }
+
+
+def _alternatives(body: Any) -> tuple[Any, ...]:
+    return () if body is None else body if isinstance(body, tuple) else (body,)
+
+
+def _body_schema(body: Any, schema_of: dict[int, Any]) -> dict[str, Any]:
+    # msgspec has no schema of a union of untagged Structs: it cannot decode one either.
+    schemas = [schema_of[id(t)] for t in _alternatives(body)]
+    return schemas[0] if len(schemas) == 1 else {"oneOf": schemas}
 
 
 def document_bytes(routes: Iterable[Route[Any]]) -> bytes:
@@ -144,7 +154,7 @@ def _responses(
         content: dict[str, Any] = {}
         if reply.body is not None:
             for media in reply.media:
-                content[media] = {"schema": schema_of[id(reply.body)]}
+                content[media] = {"schema": _body_schema(reply.body, schema_of)}
         if reply.text:
             content["text/plain"] = {"schema": {"type": "string"}}
         if content:

@@ -22,7 +22,7 @@ JSON = "application/json"
 @dataclass(frozen=True)
 class Reply:
     """One documented success answer: its status and, per media type, the type of its body
-    (a Struct, a union of Structs, or None for no body)."""
+    (a Struct or tagged union; a tuple of them for one of several; None for no body)."""
 
     status: int
     description: str

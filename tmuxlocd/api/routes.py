@@ -48,7 +48,7 @@ ROUTES: tuple[Route[Any], ...] = (
         "GET", "/v1/panes", views.get_panes, PanesQuery,
         "The panes matching the filters, a page of them",
         (Reply(200, "full Locations, or summaries with detail=summary",
-               PaneList | PaneSummaryList),),
+               (PaneList, PaneSummaryList)),),
         errors=(404, 409, 503),
         etag=True,
     ),
