@@ -45,17 +45,7 @@ def document(routes: Iterable[Route[Any]]) -> dict[str, Any]:
     error = {"content": {JSON: {"schema": schema_of[id(ErrorAnswer)]}}}
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
-        operation: dict[str, Any] = {
-            "operationId": route.operation_id,
-            "summary": route.summary,
-            "parameters": _parameters(route, query_schemas[route.query]),
-        }
-        if route.body is not None:
-            operation["requestBody"] = {
-                "required": False,
-                "content": {JSON: {"schema": schema_of[id(route.body)]}},
-            }
-        operation["responses"] = _responses(route, schema_of, error)
+        operation = _operation(route, query_schemas[route.query], schema_of, error)
         paths.setdefault(route.path, {})[route.method.lower()] = operation
     return {
         "openapi": "3.1.0",
@@ -85,6 +75,23 @@ def document(routes: Iterable[Route[Any]]) -> dict[str, Any]:
             },
         },
     }
+
+
+def _operation(
+    route: Route[Any], query: dict[str, Any], schema_of: dict[int, Any], error: dict[str, Any]
+) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": route.operation_id,
+        "summary": route.summary,
+        "parameters": _parameters(route, query),
+    }
+    if route.body is not None:
+        operation["requestBody"] = {
+            "required": False,
+            "content": {JSON: {"schema": schema_of[id(route.body)]}},
+        }
+    operation["responses"] = _responses(route, schema_of, error)
+    return operation
 
 
 def _alternatives(body: Any) -> tuple[Any, ...]:

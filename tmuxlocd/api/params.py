@@ -291,27 +291,32 @@ def _reader(hint: Any) -> Decode:
     if hint is bool:
         return _flag
     if hint is int:
-        low = meta.ge if meta.ge is not None else 0
-        high = meta.le if meta.le is not None else _BIG
-
-        def integer(name: str, value: str) -> int:
-            if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
-                bad(name, value, f"an integer from {low} to {high}")
-            return int(value)
-
-        return integer
+        low = 0 if meta.ge is None else int(meta.ge)
+        return _integer(low, _BIG if meta.le is None else int(meta.le))
     if get_origin(hint) is Literal:
-        choices = tuple(str(v) for v in get_args(hint))
-
-        def choice(name: str, value: str) -> str:
-            if value not in choices:
-                bad(name, value, " or ".join(choices))
-            return value
-
-        return choice
+        return _choice(tuple(str(v) for v in get_args(hint)))
     if hint is str:
         return lambda _name, value: value
     raise TypeError(f"no reading of a URL string as {hint!r}")
+
+
+def _integer(low: int, high: int) -> Decode:
+    def integer(name: str, value: str) -> int:
+        # Decimal ASCII only: int() would also take "+5", " 5" and other scripts' digits.
+        if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
+            bad(name, value, f"an integer from {low} to {high}")
+        return int(value)
+
+    return integer
+
+
+def _choice(choices: tuple[str, ...]) -> Decode:
+    def choice(name: str, value: str) -> str:
+        if value not in choices:
+            bad(name, value, " or ".join(choices))
+        return value
+
+    return choice
 
 
 class QueryDecoder(Generic[Q]):
