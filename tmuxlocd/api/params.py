@@ -185,12 +185,12 @@ class SelfQuery(Query, frozen=True, kw_only=True):
 
 class PaneQuery(Query, frozen=True, kw_only=True):
     path_params = ("pane",)
-    pane: PaneId
     accept: Accept | None = None
     format: JsonOrText | None = None
     turn: Turn | None = None
     neighbors: Flag = False
     fresh: Fresh = False
+    pane: PaneId
     server: Server | None = None
 
 
@@ -208,11 +208,11 @@ class PanesQuery(Query, frozen=True, kw_only=True):
 
 class NeighborsQuery(Query, frozen=True, kw_only=True):
     path_params = ("pane", "direction")
-    pane: PaneId
-    direction: Direction | None = None
     accept: Accept | None = None
     format: JsonOnly | None = None
+    direction: Direction | None = None
     fresh: Fresh = False
+    pane: PaneId
     server: Server | None = None
 
 
@@ -236,8 +236,8 @@ class NotifyQuery(Query, frozen=True, kw_only=True):
     """Also the JSON body's fields (SPEC §4): the body's win over the query's."""
 
     hook: str | None = None
-    server: NotifyServer | None = None
     target: Target | None = None
+    server: NotifyServer | None = None
 
 
 class NotifyBody(msgspec.Struct, frozen=True, kw_only=True):
