@@ -152,3 +152,21 @@ class ServerFailure(msgspec.Struct, frozen=True, kw_only=True):
 
 class SyncAnswer(msgspec.Struct, frozen=True):
     seq: str = ""
+
+
+class Accepted(msgspec.Struct, frozen=True):
+    """``POST /v1/notify``: 202, the re-sync is coming (coalesced)."""
+
+    accepted: bool = True
+
+
+class ErrorBody(msgspec.Struct, frozen=True, omit_defaults=True):
+    code: str  # snake_case, stable: clients branch on it
+    message: str  # for people
+    servers: tuple[ServerFailure, ...] | None = None  # sync_failed: which, and why
+
+
+class ErrorAnswer(msgspec.Struct, frozen=True):
+    """Every error of the HTTP API, aiohttp's own included."""
+
+    error: ErrorBody

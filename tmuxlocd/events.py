@@ -8,6 +8,7 @@ Events come out with an empty id and zero time; the hub stamps them when it publ
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Literal, get_args
 
 import msgspec
 
@@ -58,7 +59,8 @@ ChangeEvent = PaneAdded | PaneChanged | PaneRemoved | ServerUp | ServerDown
 Event = SnapshotEvent | ChangeEvent | Reset | Lagged
 
 # Types a client may name in ?types= (change events only; SPEC §5).
-CHANGE_TYPES = frozenset({"pane.added", "pane.changed", "pane.removed", "server.up", "server.down"})
+ChangeType = Literal["pane.added", "pane.changed", "pane.removed", "server.up", "server.down"]
+CHANGE_TYPES: frozenset[str] = frozenset(get_args(ChangeType))
 
 HEARTBEAT_JSON = b'{"type":"heartbeat"}'
 

@@ -18,8 +18,8 @@ import os
 import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Literal
+from collections.abc import Callable, Iterator, Mapping
+from typing import Literal, Protocol
 
 from tmuxlocd.errors import SyncFailed
 from tmuxlocd.events import (
@@ -41,6 +41,19 @@ from tmuxlocd.model import ServerState
 ObserverStatus = Literal["attached", "down", "error"]
 
 QUEUE_SIZE = 4_096  # per subscriber; past this it is lagged, not buffered
+
+
+class Syncer(Protocol):
+    """What re-reads tmux for the hub (the daemon's watcher; a fake in tests)."""
+
+    async def sync(self, server: str | None = None) -> dict[str, str]:
+        """Re-sync every server now (or one), returning once published: each server whose
+        re-read was not published, and why (empty: all were)."""
+        ...
+
+    def notify(self, server: str | None = None) -> None:
+        """A hook or client asked for a re-sync: coalesced, nothing waits for it."""
+        ...
 
 
 class ServerEntry:
@@ -116,11 +129,8 @@ class Hub:
         self._clock = clock
         self._rdev_cache: dict[str, int] = {}
         self._by_rdev: dict[int, list[tuple[str, str]]] | None = None
-        # Set by the daemon: re-sync every server now (or one), returning once published;
-        # its answer maps each server whose re-read was not published to why.
-        self.syncer: Callable[[str | None], Awaitable[dict[str, str]]] | None = None
-        # Set by the daemon: a hook or client asked for a re-sync (coalesced, no waiting).
-        self.notifier: Callable[[str | None], None] | None = None
+        # None until the daemon attaches its watcher: a hub alone has nothing to re-read.
+        self.syncer: Syncer | None = None
 
     # ------------------------------------------------------------------ ids
 
@@ -289,13 +299,16 @@ class Hub:
 
     # ------------------------------------------------------------------ syncing
 
+    def attach(self, syncer: Syncer) -> None:
+        self.syncer = syncer
+
     async def sync(self, server: str | None = None) -> str:
         """The barrier of POST /v1/sync: re-sync, publish, then return the last event id.
 
         Raises ``SyncFailed`` when any server's re-read was not published: a barrier never
         claims a re-read it did not make."""
         if self.syncer is not None:
-            failed = await self.syncer(server)
+            failed = await self.syncer.sync(server)
             if failed:
                 raise SyncFailed(failed)
         return self.event_id()
@@ -304,8 +317,8 @@ class Hub:
         return any(entry.observer == "error" for entry in self.servers.values())
 
     def notify(self, server: str | None = None) -> None:
-        if self.notifier is not None:
-            self.notifier(server)
+        if self.syncer is not None:
+            self.syncer.notify(server)
 
 
 __all__ = [
@@ -314,6 +327,7 @@ __all__ = [
     "Published",
     "ServerEntry",
     "Subscriber",
+    "Syncer",
     "event_type",
     "location_of",
 ]

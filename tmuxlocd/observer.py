@@ -646,8 +646,7 @@ class Watcher:
         self.explicit = explicit
 
     async def start(self) -> None:
-        self.hub.syncer = self.sync
-        self.hub.notifier = self.notify
+        self.hub.attach(self)
         if self.explicit:
             for path in self.explicit:
                 self._add(path)

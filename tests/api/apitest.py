@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,6 +112,25 @@ def spec_state(
             Win("@2", layout, ttys={"%3": tty3}, pids={"%3": 1234}, geometry_of=LAYOUT_2),
         ],
     )
+
+
+class FakeSyncer:
+    """The hub's syncer (tmuxlocd.hub.Syncer) made of two callables, for tests without tmux."""
+
+    def __init__(
+        self,
+        sync: Callable[[str | None], Awaitable[dict[str, str]]] | None = None,
+        notify: Callable[[str | None], None] | None = None,
+    ) -> None:
+        self._sync = sync
+        self._notify = notify
+
+    async def sync(self, server: str | None = None) -> dict[str, str]:
+        return {} if self._sync is None else await self._sync(server)
+
+    def notify(self, server: str | None = None) -> None:
+        if self._notify is not None:
+            self._notify(server)
 
 
 def short_dir() -> str:

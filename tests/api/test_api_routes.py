@@ -18,6 +18,7 @@ from tests.api.apitest import (
     A,
     Api,
     B,
+    FakeSyncer,
     Win,
     make_state,
     serve_api,
@@ -479,7 +480,7 @@ async def test_sync_is_a_barrier(api: Api, hub: Hub) -> None:
         hub.update(spec_state(A, tty3="/dev/pts/77"))
         return {}
 
-    hub.syncer = syncer
+    hub.attach(FakeSyncer(sync=syncer))
     status, body, _ = await api.post("/v1/sync")
     assert status == 200 and body == {"seq": hub.event_id()}
     assert hub.ring[-1].event.id == body["seq"]
@@ -495,7 +496,7 @@ async def test_fresh_reads_sync_first(api: Api, hub: Hub) -> None:
         hub.update(spec_state(A, tty3="/dev/pts/77"))
         return {}
 
-    hub.syncer = syncer
+    hub.attach(FakeSyncer(sync=syncer))
     _, body, _ = await api.get("/v1/panes/3")
     assert body["pane"]["tty"] == "/dev/pts/5"
     _, body, _ = await api.get("/v1/panes/3?fresh=1")
@@ -509,7 +510,7 @@ async def test_a_failed_barrier_is_a_503_naming_the_servers(api: Api, hub: Hub) 
     async def syncer(server: str | None) -> dict[str, str]:
         return {A: "list-panes: no answer within 10 s"}
 
-    hub.syncer = syncer
+    hub.attach(FakeSyncer(sync=syncer))
     for method, url in (
         ("post", "/v1/sync"),
         ("get", "/v1/panes/3?fresh=1"),
@@ -532,7 +533,7 @@ async def test_a_failed_barrier_is_a_503_naming_the_servers(api: Api, hub: Hub) 
 async def test_notify(api: Api, hub: Hub) -> None:
     hub.update(spec_state(A))
     seen: list[str | None] = []
-    hub.notifier = seen.append
+    hub.attach(FakeSyncer(notify=seen.append))
     status, body, _ = await api.post("/v1/notify")
     assert (status, body) == (202, {"accepted": True})
     status, body, _ = await api.post("/v1/notify?hook=window-renamed&server=tla-alpha&target=%253")
@@ -593,7 +594,7 @@ async def test_handler_failure_is_a_json_500_and_a_log_line(
     async def syncer(server: str | None) -> dict[str, str]:
         raise RuntimeError("boom")
 
-    hub.syncer = syncer
+    hub.attach(FakeSyncer(sync=syncer))
     with caplog.at_level(logging.ERROR, logger="tmuxlocd.api"):
         status, body, _ = await api.post("/v1/sync")
     assert (status, error_of(body)[0]) == (500, "internal_error")

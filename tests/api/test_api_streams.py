@@ -26,7 +26,7 @@ from tests.api.apitest import (
     spec_state,
 )
 from tests.tmuxtest import wait_until
-from tmuxlocd.api import STREAMS
+from tmuxlocd.api import context_of
 from tmuxlocd.hub import Hub
 from tmuxlocd.model import ServerState
 
@@ -388,7 +388,7 @@ async def test_a_stalled_reader_is_dropped() -> None:
             await wait_until(
                 keep_publishing, timeout=10, interval=0.02, what="the stalled stream to be dropped"
             )
-            assert api.app is not None and not api.app[STREAMS]
+            assert api.app is not None and not context_of(api.app).streams
         finally:
             stalled.close()
 
@@ -472,7 +472,7 @@ async def test_stream_limit() -> None:
             status, _, _ = await api.get("/v1/health")  # other requests still work
             assert status == 200
         assert api.app is not None
-        streams = api.app[STREAMS]
+        streams = context_of(api.app).streams
 
         def one_left() -> bool:
             return len(streams) < 2

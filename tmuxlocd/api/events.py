@@ -1,0 +1,177 @@
+"""``GET /v1/events`` (SPEC §5): the aiohttp write loop over tmuxlocd.streams.StreamCore.
+
+Each change stream is its own request task with a bounded hub queue: a slow reader blocks
+only its own writes, and when it falls too far behind it is told ``lagged`` and given a fresh
+snapshot instead of growing the daemon's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from aiohttp import web
+
+from tmuxlocd.api.context import Context
+from tmuxlocd.api.errors import ApiError
+from tmuxlocd.api.lookup import Lookup
+from tmuxlocd.api.params import EventsQuery
+from tmuxlocd.events import CHANGE_TYPES, HEARTBEAT_JSON
+from tmuxlocd.hub import Published, Subscriber
+from tmuxlocd.queries import Selection
+from tmuxlocd.streams import SSE_HEARTBEAT, StreamCore, StreamFormat
+
+log = logging.getLogger(__name__)
+
+
+class Stream(StreamCore):
+    """One ``GET /v1/events`` connection: the core's frames, written to the response."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        selection: Selection,
+        types: frozenset[str],
+        fmt: StreamFormat,
+        *,
+        interval: float | None,
+        turn: int | None,
+        with_neighbors: bool,
+    ) -> None:
+        super().__init__(ctx.hub, ctx.frames, selection, types, fmt, interval=interval,
+                         turn=turn, with_neighbors=with_neighbors)
+        self.settings = ctx.settings
+        self.sub: Subscriber | None = None
+        self.closing = False
+
+    def close(self) -> None:
+        self.closing = True
+        if self.sub is not None:
+            self.sub.close()
+
+    def _first_frames(self, resume: int | None, reset: bool) -> tuple[list[bytes], list[Published]]:
+        """What the stream starts with: a replay after ``resume``, or (a reset and) a snapshot.
+
+        Called subscribed, with no await since: nothing published from here on can be missed,
+        and the seq check drops doubles."""
+        # A text stream cannot resume its text: it always starts from the current text.
+        if resume is not None and self.fmt != "text":
+            self.members_known = False
+            self.last_seq = resume
+            return [], [item for item in self.hub.since(resume) if self.admits(item.event)]
+        first: list[bytes] = []
+        if reset and self.fmt != "text":
+            first.append(self.frame_event(self.hub.marker("reset")))
+        first.append(self._fresh_snapshot())
+        return first, []
+
+    def _fresh_snapshot(self) -> bytes:
+        snap = self.snapshot()
+        self.last_seq = snap.seq
+        return self.frame_snapshot(snap)
+
+    def _heartbeat(self) -> bytes:
+        return HEARTBEAT_JSON + b"\n" if self.fmt == "ndjson" else SSE_HEARTBEAT
+
+    async def run(
+        self, request: web.Request, resume: int | None, reset: bool
+    ) -> web.StreamResponse:
+        content_type = "application/x-ndjson" if self.fmt == "ndjson" else "text/event-stream"
+        response = web.StreamResponse(
+            headers={"Content-Type": content_type, "Cache-Control": "no-cache"}
+        )
+        with self.hub.subscribe(self.admits, self.settings.queue_size) as sub:
+            self.sub = sub
+            first, backlog = self._first_frames(resume, reset)
+            try:
+                await response.prepare(request)
+            except ConnectionError:
+                return response  # the client hung up before the stream began
+            pump = self._pump(response, sub, first, backlog)
+            del first, backlog  # the pump owns them now, and lets them go once written
+            try:
+                await pump
+                with contextlib.suppress(ConnectionError):
+                    await response.write_eof()
+            except ConnectionError:
+                pass  # the reader went away
+            except TimeoutError:
+                # The reader stopped reading: drop the connection, or the last write would
+                # wait on it again.
+                log.debug("stream reader stalled; closed", extra={"sse_format": self.fmt})
+                if request.transport is not None:
+                    request.transport.abort()
+        return response
+
+    async def _pump(
+        self,
+        response: web.StreamResponse,
+        sub: Subscriber,
+        out: list[bytes],
+        pending: list[Published],
+    ) -> None:
+        """Writes until the stream is closed.  ``out`` and ``pending`` are taken over, not
+        kept: a 1,000-pane snapshot is most of a megabyte, and a stream lives for hours."""
+        loop = asyncio.get_running_loop()
+        next_beat = loop.time() + self.settings.heartbeat
+        while True:
+            now = loop.time()
+            out += self.process(pending, now)
+            if now >= next_beat:
+                out.append(self._heartbeat())
+                next_beat = now + self.settings.heartbeat
+            if out:
+                async with asyncio.timeout(self.settings.write_timeout):
+                    await response.write(b"".join(out))
+                out = []
+            timeout = next_beat - loop.time()
+            if self.coalescer is not None and self.coalescer.holding:
+                timeout = min(timeout, self.coalescer.next_allowed - loop.time())
+            await sub.wait(max(timeout, 0.0))
+            if sub.closed or self.closing:
+                return
+            if sub.lagged:
+                # Dropped events: say so, and start over from a fresh snapshot.
+                sub.drain()
+                sub.lagged = False
+                if self.coalescer is not None:
+                    self.coalescer.clear()
+                out.append(self.frame_event(self.hub.marker("lagged")))
+                out.append(self._fresh_snapshot())
+            pending = sub.drain()
+
+
+async def get_events(ctx: Context, request: web.Request, q: EventsQuery) -> web.StreamResponse:
+    fmt = q.format
+    if fmt is None:
+        fmt = "ndjson" if "application/x-ndjson" in request.headers.get("Accept", "") else "sse"
+    if fmt == "text" and q.pane is None:
+        raise ApiError(400, "bad_format", "format=text needs ?pane= (self or an id)")
+    look = Lookup(ctx, request, accept=q.accept, server=q.server)
+    selection = look.selection(pane=q.pane, window=q.window, session=q.session)
+    since = request.headers.get("Last-Event-ID") or q.since
+    # Only ASCII can be an id of ours (and int() would take other scripts' digits).
+    resume = ctx.hub.parse_event_id(since) if since and since.isascii() else None
+    settings = ctx.settings
+    if len(ctx.streams) >= settings.max_streams:
+        raise ApiError(
+            503,
+            "too_many_streams",
+            f"at most {settings.max_streams} streams at once",
+            {"Retry-After": "1"},
+        )
+    stream = Stream(
+        ctx,
+        selection,
+        CHANGE_TYPES if q.types is None else q.types,
+        fmt,
+        interval=q.min_interval_ms / 1000 if q.min_interval_ms else None,
+        turn=q.turn,
+        with_neighbors=q.neighbors,
+    )
+    ctx.streams.add(stream)
+    try:
+        return await stream.run(request, resume, reset=since is not None and resume is None)
+    finally:
+        ctx.streams.discard(stream)

@@ -1,0 +1,131 @@
+"""One request's view of the hub: who the caller is, which server, pane or scope it names."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+from aiohttp import web
+
+from tmuxlocd import queries
+from tmuxlocd.answers import SelfAnswer
+from tmuxlocd.api.context import Context
+from tmuxlocd.api.errors import ApiError, ambiguous, sync_failed
+from tmuxlocd.errors import SyncFailed
+from tmuxlocd.identity import identify
+from tmuxlocd.location import Location
+from tmuxlocd.observer import resolve_server
+from tmuxlocd.queries import Selection
+
+
+class Lookup:
+    """Resolves the (already decoded) ids of a query against the hub, lazily."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        request: web.Request,
+        *,
+        accept: str | None = None,
+        server: str | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.hub = ctx.hub
+        self.request = request
+        self.accept_ancestor = accept is not None
+        self.server_name = server
+        self._self: SelfAnswer | None = None
+
+    def who(self) -> SelfAnswer:
+        if self._self is None:
+            kind, pid = self.ctx.guard.listener(self.request)
+            if kind != "unix" or pid is None:
+                raise ApiError(
+                    400,
+                    "no_peer_credentials",
+                    "'self' needs the Unix socket: TCP carries no peer credentials",
+                )
+            self._self = identify(self.hub, pid, accept_ancestor=self.accept_ancestor)
+        return self._self
+
+    def self_location(self) -> Location:
+        answer = self.who()
+        if answer.location is None:
+            raise ApiError(
+                404,
+                "not_in_a_pane",
+                f"the caller (pid {answer.caller.pid}) is not in a tmux pane: {answer.reason}",
+            )
+        return answer.location
+
+    def server(self) -> str | None:
+        """The socket path ``?server=`` names (None: every server)."""
+        value = self.server_name
+        if value is None:
+            return None
+        if value == "self":
+            return self.self_location().server.socket_path
+        path = resolve_server(value)
+        if path not in self.hub.servers:
+            raise ApiError(404, "not_found", f"no watched tmux server at {path}")
+        return path
+
+    def pane(self, pane_id: str) -> Location:
+        if pane_id == "self":
+            return self.self_location()
+        try:
+            return queries.find_pane(self.hub, pane_id, self.server())
+        except queries.QueryError as exc:
+            if exc.code == "ambiguous":
+                raise ambiguous("pane", pane_id, exc.servers) from None
+            raise ApiError(404, exc.code, exc.message) from None
+
+    def scope(self, kind: Literal["window", "session"], ident: str) -> tuple[str, str]:
+        """A window or session id -> (socket path, id), on the one server that has it."""
+        if ident == "self":
+            loc = self.self_location()
+            return loc.server.socket_path, loc.window.id if kind == "window" else loc.session.id
+        server = self.server()
+        paths = [
+            path
+            for path, entry in self.hub.servers.items()
+            if (server is None or path == server)
+            and ident in (entry.state.windows if kind == "window" else entry.state.sessions)
+        ]
+        if not paths:
+            raise ApiError(404, "not_found", f"no {kind} {ident}")
+        if len(paths) > 1:
+            raise ambiguous(kind, ident, paths)
+        return paths[0], ident
+
+    def selection(
+        self, *, pane: str | None = None, window: str | None = None, session: str | None = None
+    ) -> Selection:
+        """The filters ``server``, ``window``, ``session`` (and ``pane`` for streams)."""
+        server = self.server()
+        pane_id: str | None = None
+        if pane is not None:
+            loc = self.pane(pane)
+            server, pane_id = loc.server.socket_path, loc.pane.id
+        window_id = session_id = None
+        if window is not None:
+            path, window_id = self.scope("window", window)
+            server = _same_server(server, path)
+        if session is not None:
+            path, session_id = self.scope("session", session)
+            server = _same_server(server, path)
+        return Selection(server=server, pane=pane_id, window=window_id, session=session_id)
+
+    async def fresh(self, wanted: bool) -> None:
+        if wanted:
+            # Shielded: a client hanging up must not cancel a re-sync others may share.
+            try:
+                await asyncio.shield(self.hub.sync())
+            except SyncFailed as exc:
+                raise sync_failed(exc) from None
+
+
+def _same_server(current: str | None, path: str) -> str:
+    if current is not None and current != path:
+        raise ApiError(404, "not_found", "the filters name different servers: nothing matches")
+    return path

@@ -1,0 +1,150 @@
+"""Snapshot endpoints (SPEC §4): each reads the hub through tmuxlocd.queries, or asks a re-sync.
+
+A handler gets the application's Context, the request and its decoded query Struct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aiohttp import web
+
+from tmuxlocd import __version__, queries
+from tmuxlocd.answers import (
+    Accepted,
+    Health,
+    PaneList,
+    PaneSummaryList,
+    ServerHealth,
+    SyncAnswer,
+    summary_of,
+)
+from tmuxlocd.api import openapi
+from tmuxlocd.api.context import Context
+from tmuxlocd.api.errors import sync_failed
+from tmuxlocd.api.lookup import Lookup
+from tmuxlocd.api.params import (
+    HealthQuery,
+    NeighborsQuery,
+    NoQuery,
+    NotifyQuery,
+    PaneQuery,
+    PanesQuery,
+    SelfQuery,
+    SyncQuery,
+    TreeQuery,
+)
+from tmuxlocd.api.replies import answer, json_answer, text_answer, wants_text
+from tmuxlocd.errors import SyncFailed
+from tmuxlocd.events import encoder
+from tmuxlocd.observer import resolve_server
+
+log = logging.getLogger(__name__)
+
+_ACCEPTED = encoder.encode(Accepted())
+
+
+async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.StreamResponse:
+    look = Lookup(ctx, request, accept=q.accept)
+    await look.fresh(q.fresh)
+    who = look.who()
+    if not wants_text(request, q.format):
+        return json_answer(request, who)
+    if who.location is None:
+        return web.Response(status=204)
+    return text_answer(request, who.location, q.turn, q.neighbors)
+
+
+async def get_pane(ctx: Context, request: web.Request, q: PaneQuery) -> web.StreamResponse:
+    look = Lookup(ctx, request, accept=q.accept, server=q.server)
+    await look.fresh(q.fresh)
+    loc = look.pane(q.pane)
+    if not wants_text(request, q.format):
+        return json_answer(request, loc)
+    return text_answer(request, loc, q.turn, q.neighbors)
+
+
+async def get_panes(ctx: Context, request: web.Request, q: PanesQuery) -> web.StreamResponse:
+    look = Lookup(ctx, request, accept=q.accept, server=q.server)
+    await look.fresh(q.fresh)
+    matched = queries.select(ctx.hub, look.selection(window=q.window, session=q.session))
+    page = matched[q.offset : q.offset + q.limit]
+    truncated = q.offset + len(page) < len(matched)
+    if q.detail == "summary":
+        summaries = tuple(summary_of(loc) for loc in page)
+        return json_answer(
+            request, PaneSummaryList(panes=summaries, total=len(matched), truncated=truncated)
+        )
+    return json_answer(
+        request, PaneList(panes=tuple(page), total=len(matched), truncated=truncated)
+    )
+
+
+async def get_neighbors(
+    ctx: Context, request: web.Request, q: NeighborsQuery
+) -> web.StreamResponse:
+    look = Lookup(ctx, request, accept=q.accept, server=q.server)
+    await look.fresh(q.fresh)
+    loc = look.pane(q.pane)
+    return json_answer(request, queries.neighbors(ctx.hub, loc, q.direction))
+
+
+async def get_tree(ctx: Context, request: web.Request, q: TreeQuery) -> web.StreamResponse:
+    look = Lookup(ctx, request, accept=q.accept, server=q.server)
+    await look.fresh(q.fresh)
+    return json_answer(request, queries.tree(ctx.hub, look.server()))
+
+
+async def get_health(ctx: Context, request: web.Request, q: HealthQuery) -> web.StreamResponse:
+    hub = ctx.hub
+    now = time.monotonic()
+    servers = tuple(
+        ServerHealth(
+            socket_path=path,
+            running=entry.state.running,
+            sessions=len(entry.state.sessions),
+            windows=len(entry.state.windows),
+            panes=len(entry.state.panes),
+            observer=entry.observer,
+            last_sync_age_s=None if entry.last_sync is None else round(now - entry.last_sync, 3),
+            last_error=entry.last_error,
+        )
+        for path, entry in sorted(hub.servers.items())
+    )
+    return json_answer(
+        request,
+        Health(
+            # "degraded": some server cannot be read, and what the daemon answers for it may
+            # be stale; each such server's last_error says why.
+            status="degraded" if hub.degraded() else "ok",
+            version=__version__,
+            uptime_s=round(now - hub.started, 3),
+            servers=servers,
+            subscribers=len(hub.subscribers),
+        ),
+    )
+
+
+async def post_sync(ctx: Context, request: web.Request, q: SyncQuery) -> web.StreamResponse:
+    server = Lookup(ctx, request, accept=q.accept, server=q.server).server()
+    try:
+        seq = await asyncio.shield(ctx.hub.sync(server))
+    except SyncFailed as exc:
+        raise sync_failed(exc) from None
+    return web.Response(body=encoder.encode(SyncAnswer(seq)), content_type="application/json")
+
+
+async def post_notify(ctx: Context, request: web.Request, q: NotifyQuery) -> web.StreamResponse:
+    path = resolve_server(q.server) if q.server else None
+    extra = {"tmux_hook": (q.hook or "")[:64], "tmux_server": path or "", "tmux_target": q.target}
+    log.debug("notified", extra=extra)
+    ctx.hub.notify(path)
+    return web.Response(status=202, body=_ACCEPTED, content_type="application/json")
+
+
+async def get_openapi(ctx: Context, request: web.Request, q: NoQuery) -> web.StreamResponse:
+    if ctx.openapi is None:  # made once, from the routes the app was built with
+        ctx.openapi = openapi.document_bytes(ctx.routes)
+    return answer(request, ctx.openapi)
