@@ -73,7 +73,13 @@ async def tmux(socket_path: str, *args: str, timeout: float = 20.0) -> tuple[int
     """One tmux client run (``-u``: names as UTF-8 whatever the locale)."""
     assert TMUX is not None
     proc = await asyncio.create_subprocess_exec(
-        TMUX, "-u", "-S", socket_path, "-f", os.devnull, *args,
+        TMUX,
+        "-u",
+        "-S",
+        socket_path,
+        "-f",
+        os.devnull,
+        *args,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -110,12 +116,36 @@ class Server:
 
     async def start(self, session: str = "A", width: int = 160, height: int = 48) -> None:
         await tmux_ok(
-            self.socket_path, *tmuxbin.before_new_session(), "new-session", "-d", "-s", session,
-            "-x", str(width),
-            "-y", str(height), ";", "set-option", "-g", "automatic-rename", "off",
-            ";", "set-option", "-gw", "automatic-rename", "off",
-            ";", "set-option", "-g", "default-shell", "/bin/sh",
-            ";", "set-option", "-g", "exit-empty", "on",
+            self.socket_path,
+            *tmuxbin.before_new_session(),
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            ";",
+            "set-option",
+            "-g",
+            "automatic-rename",
+            "off",
+            ";",
+            "set-option",
+            "-gw",
+            "automatic-rename",
+            "off",
+            ";",
+            "set-option",
+            "-g",
+            "default-shell",
+            "/bin/sh",
+            ";",
+            "set-option",
+            "-g",
+            "exit-empty",
+            "on",
         )
         # Its pid, right away: a server that later spins with its socket gone can only be
         # found (and killed at teardown) this way.
@@ -138,8 +168,12 @@ class Server:
             if TMUX is not None and os.path.exists(self.socket_path):
                 try:
                     subprocess.run(
-                        [TMUX, "-S", self.socket_path, "kill-server"], capture_output=True,
-                        env=tmux_env(), timeout=5, check=False, stdin=subprocess.DEVNULL,
+                        [TMUX, "-S", self.socket_path, "kill-server"],
+                        capture_output=True,
+                        env=tmux_env(),
+                        timeout=5,
+                        check=False,
+                        stdin=subprocess.DEVNULL,
                     )
                 except subprocess.TimeoutExpired:
                     pass  # a server stuck in a loop answers nothing: killed below
@@ -211,17 +245,29 @@ class Truth:
     def locations(self) -> dict[str, LocTuple]:
         """pane id -> the Location fields we check (the home session has the lowest id)."""
         out: dict[str, LocTuple] = {}
-        for pid, (wid, index, active, tty, ppid, left, top, width, height, _) in (
-            self.panes.items()
-        ):
+        for pid, (wid, index, active, tty, ppid, left, top, width, height, _) in self.panes.items():
             links = self.links_of(wid)
             if not links:
                 continue
             (sid, windex, wactive), others = links[0], links[1:]
             name, layout, zoomed, _ = self.windows[wid]
             out[pid] = (
-                sid, self.sessions[sid], wid, windex, wactive, name, zoomed, layout,
-                index, active, tty, ppid, left, top, width, height,
+                sid,
+                self.sessions[sid],
+                wid,
+                windex,
+                wactive,
+                name,
+                zoomed,
+                layout,
+                index,
+                active,
+                tty,
+                ppid,
+                left,
+                top,
+                width,
+                height,
                 tuple((s, self.sessions[s], i) for s, i, _ in others),
             )
         return out
@@ -239,7 +285,7 @@ class Truth:
 def window_name(stored: str) -> str:
     """tmux vis-encodes names it is given by rename-window, never leaving a raw control
     character; a name with one was stored raw (new-window -n) and is the name itself."""
-    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in stored):
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in stored):
         return stored
     return unvis(stored)
 
@@ -250,17 +296,31 @@ _OUTPUT_DOLLAR_3_4 = re.compile(r"\\(?=\$[A-Za-z_{])")
 async def read_truth(socket_path: str) -> Truth | None:
     """tmux's own view, in one client run; None if the server is not there."""
     rc, out, _ = await tmux(
-        socket_path, "display-message", "-p", _TAG + "X\t#{pid}\t#{version}",
-        ";", "list-sessions", "-F", _TAG + _F_S,
-        ";", "list-windows", "-a", "-F", _TAG + _F_W,
-        ";", "list-panes", "-a", "-F", _TAG + _F_P,
+        socket_path,
+        "display-message",
+        "-p",
+        _TAG + "X\t#{pid}\t#{version}",
+        ";",
+        "list-sessions",
+        "-F",
+        _TAG + _F_S,
+        ";",
+        "list-windows",
+        "-a",
+        "-F",
+        _TAG + _F_W,
+        ";",
+        "list-panes",
+        "-a",
+        "-F",
+        _TAG + _F_P,
     )
     if rc != 0:
         return None
     rows: list[str] = []
     for line in out.split("\n")[:-1]:
         if line.startswith(_TAG):
-            rows.append(line[len(_TAG):])
+            rows.append(line[len(_TAG) :])
         elif rows:
             rows[-1] += "\n" + line
         else:
@@ -286,12 +346,20 @@ async def read_truth(socket_path: str) -> Truth | None:
             links.append((sid, int(index), wid, active == "1"))
             windows[wid] = (window_name(name), layout, zoomed == "1", remain == "on")
         elif tag == "P":
-            _, wid, pid_, index, active, tty, ppid, left, top, width, height, dead = (
-                line.split("\t")
+            _, wid, pid_, index, active, tty, ppid, left, top, width, height, dead = line.split(
+                "\t"
             )
             panes[pid_] = (
-                wid, int(index), active == "1", tty, int(ppid or 0), int(left), int(top),
-                int(width), int(height), dead == "1",
+                wid,
+                int(index),
+                active == "1",
+                tty,
+                int(ppid or 0),
+                int(left),
+                int(top),
+                int(width),
+                int(height),
+                dead == "1",
             )
         else:
             raise AssertionError(f"unexpected line from tmux: {line!r}")
@@ -301,8 +369,22 @@ async def read_truth(socket_path: str) -> Truth | None:
 def loc_tuple(loc: Location) -> LocTuple:
     s, w, p = loc.session, loc.window, loc.pane
     return (
-        s.id, s.name, w.id, w.index, w.active, w.name, w.zoomed, w.layout, p.index, p.active,
-        p.tty, p.pid, p.left, p.top, p.width, p.height,
+        s.id,
+        s.name,
+        w.id,
+        w.index,
+        w.active,
+        w.name,
+        w.zoomed,
+        w.layout,
+        p.index,
+        p.active,
+        p.tty,
+        p.pid,
+        p.left,
+        p.top,
+        p.width,
+        p.height,
         tuple((link.session_id, link.session_name, link.window_index) for link in loc.links),
     )
 
@@ -317,8 +399,17 @@ def api_tree(tree: Mapping[str, Any], socket_path: str) -> tuple[bool, int | Non
             out[s["id"]] = s["name"]
             for w in s["windows"]:
                 panes = tuple(
-                    (p["id"], p["index"], p["active"], p["tty"], p["pid"], p["left"],
-                     p["top"], p["width"], p["height"])
+                    (
+                        p["id"],
+                        p["index"],
+                        p["active"],
+                        p["tty"],
+                        p["pid"],
+                        p["left"],
+                        p["top"],
+                        p["width"],
+                        p["height"],
+                    )
                     for p in sorted(w["panes"], key=lambda p: p["index"])
                 )
                 key = f"{s['id']}:{w['index']}"
@@ -433,9 +524,14 @@ def open_fds(pid: int) -> int:
 class Daemon:
     """``python -m tmuxlocd serve -S ... --listen unix:...``, its log in a file."""
 
-    def __init__(self, servers: Iterable[str], directory: str | None = None,
-                 extra: Iterable[str] = (), nofile: int | None = None,
-                 path: str | None = None) -> None:
+    def __init__(
+        self,
+        servers: Iterable[str],
+        directory: str | None = None,
+        extra: Iterable[str] = (),
+        nofile: int | None = None,
+        path: str | None = None,
+    ) -> None:
         self.dir = directory or tempfile.mkdtemp(prefix="tld-", dir="/tmp")
         self.sock = os.path.join(self.dir, "d.sock")
         self.log_path = os.path.join(self.dir, "daemon.log")
@@ -458,9 +554,7 @@ class Daemon:
             argv += ["-S", s]
         argv += self.extra
         env = tmux_env()
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(REPO), env.get("PYTHONPATH", "")) if p
-        )
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         env.pop("TMUXLOCD_SOCKET", None)
         if self.path is not None:
             env["PATH"] = self.path
@@ -476,8 +570,13 @@ class Daemon:
 
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
-                env=env, cwd=str(REPO), start_new_session=True,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+                cwd=str(REPO),
+                start_new_session=True,
                 preexec_fn=limit if nofile is not None else None,
             )
         finally:
@@ -622,8 +721,8 @@ class Stream:
         session = self.params.get("session")
         self.keep: Callable[[Location], bool] | None = None
         if session is not None:
-            self.keep = lambda loc: loc.session.id == session or any(
-                link.session_id == session for link in loc.links
+            self.keep = lambda loc: (
+                loc.session.id == session or any(link.session_id == session for link in loc.links)
             )
         self.replica: dict[str, Location] = {}
         self.problems: list[str] = []
@@ -643,7 +742,9 @@ class Stream:
     async def open(self, last_event_id: str | None = None) -> None:
         headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
         resp = await self.daemon.http.get(
-            BASE + "/v1/events", params=self.params, headers=headers,
+            BASE + "/v1/events",
+            params=self.params,
+            headers=headers,
             timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
         )
         if resp.status != 200:
@@ -768,8 +869,9 @@ class Stream:
                 raise AssertionError(f"stream ended before {ident} (at {self.last_id})")
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"stream did not reach {ident} in {timeout} s "
-                                     f"(at {self.last_id})")
+                raise AssertionError(
+                    f"stream did not reach {ident} in {timeout} s (at {self.last_id})"
+                )
             self.progress.clear()
             try:
                 async with asyncio.timeout(min(left, 0.5)):
@@ -779,7 +881,7 @@ class Stream:
 
     def locations(self, socket_path: str) -> dict[str, Location]:
         prefix = socket_path + " "
-        return {k[len(prefix):]: v for k, v in self.replica.items() if k.startswith(prefix)}
+        return {k[len(prefix) :]: v for k, v in self.replica.items() if k.startswith(prefix)}
 
     async def close(self) -> None:
         if self._resp is not None:
@@ -792,8 +894,13 @@ class Stream:
 
 
 async def check_against_tmux(
-    daemon: Daemon, stream: Stream | None, socket_path: str, *, barrier: bool = True,
-    panes_listing: bool = False, neighbors: bool = False,
+    daemon: Daemon,
+    stream: Stream | None,
+    socket_path: str,
+    *,
+    barrier: bool = True,
+    panes_listing: bool = False,
+    neighbors: bool = False,
     scoped: tuple[Stream, str] | None = None,
     coalesced: Stream | None = None,
 ) -> Truth | None:
@@ -820,20 +927,22 @@ async def check_against_tmux(
         mine = {k: loc_tuple(v) for k, v in stream.locations(socket_path).items()}
         want_locs = truth.locations() if truth is not None else {}
         assert mine == want_locs, (
-            "events replayed onto the snapshot differ from tmux:\n"
-            + describe_diff(want_locs, mine)
+            "events replayed onto the snapshot differ from tmux:\n" + describe_diff(want_locs, mine)
         )
         if panes_listing:
             status, body = await daemon.get("/v1/panes", params={"limit": "1000"})
             assert status == 200, body
-            listed = {p["pane"]["id"]: p for p in body["panes"]
-                      if p["server"]["socket_path"] == socket_path}
+            listed = {
+                p["pane"]["id"]: p
+                for p in body["panes"]
+                if p["server"]["socket_path"] == socket_path
+            }
             replica = {
                 k: json.loads(msgspec.json.encode(v))
                 for k, v in stream.locations(socket_path).items()
             }
-            assert listed == replica, (
-                "/v1/panes differs from the stream:\n" + describe_diff(replica, listed)
+            assert listed == replica, "/v1/panes differs from the stream:\n" + describe_diff(
+                replica, listed
             )
         if neighbors and truth is not None:
             problems = check_neighbors(truth, stream.locations(socket_path))
@@ -843,7 +952,8 @@ async def check_against_tmux(
     if scoped is not None and seq is not None:
         sub, sid = scoped
         want_in = {
-            k: v for k, v in (truth.locations() if truth else {}).items()
+            k: v
+            for k, v in (truth.locations() if truth else {}).items()
             if v[0] == sid or any(link[0] == sid for link in v[16])
         }
 
@@ -875,8 +985,8 @@ async def check_against_tmux(
                 "the min_interval_ms stream, replayed, differs from tmux:\n"
                 + describe_diff(want_all, merged())
             ) from None
-        assert not coalesced.problems, (
-            "min_interval_ms stream broke the rules:\n" + "\n".join(coalesced.problems)
+        assert not coalesced.problems, "min_interval_ms stream broke the rules:\n" + "\n".join(
+            coalesced.problems
         )
     return truth
 
@@ -889,11 +999,44 @@ async def check_against_tmux(
 # raw bytes in argv), look-alikes of tmux ids, and length.  No '#' (tmux would format-expand
 # it, and '#()' runs a shell) and no trailing ';' (tmux would take it as a separator).
 NAME_PARTS = [
-    "tab\there", "nl\nhere", "cr\rhere", '"dq"', "'sq'", "$HOME", "${x}", "$1", "日本語",
-    "ü", "😀", "\x1b[31mred\x1b[0m", "\x1b]0;title\x07", "\x1b[2J\x1b[H", "back\\slash",
-    "\\033", "\\n", "\udcff\udcfe", "\udcc3(", "\x7f", "\x85", "\u2028", "\u202e", "a;b",
-    "%1", "@2", "$3", "x" * 1024, "日" * 400, " ", "  lead", "{}", "[]", "\\", "\x01\x02",
-    "null\\0", "plain", "w",
+    "tab\there",
+    "nl\nhere",
+    "cr\rhere",
+    '"dq"',
+    "'sq'",
+    "$HOME",
+    "${x}",
+    "$1",
+    "日本語",
+    "ü",
+    "😀",
+    "\x1b[31mred\x1b[0m",
+    "\x1b]0;title\x07",
+    "\x1b[2J\x1b[H",
+    "back\\slash",
+    "\\033",
+    "\\n",
+    "\udcff\udcfe",
+    "\udcc3(",
+    "\x7f",
+    "\x85",
+    "\u2028",
+    "\u202e",
+    "a;b",
+    "%1",
+    "@2",
+    "$3",
+    "x" * 1024,
+    "日" * 400,
+    " ",
+    "  lead",
+    "{}",
+    "[]",
+    "\\",
+    "\x01\x02",
+    "null\\0",
+    "plain",
+    "w",
 ]
 
 
@@ -941,7 +1084,8 @@ class Stats:
                 f"names {self.names_tried}, tmux crashes/hangs survived {self.server_restarts}, "
                 f"most panes {self.max_panes}, session streams {self.scoped_streams}"
             ),
-            "operations (ok/refused by tmux): " + ", ".join(
+            "operations (ok/refused by tmux): "
+            + ", ".join(
                 f"{k} {self.ops[k] - self.failed[k]}/{self.failed[k]}" for k in sorted(self.ops)
             ),
         ]
@@ -955,9 +1099,15 @@ class Walk:
     HANG_S = 8.0  # a tmux command this slow means the server is stuck (a tmux bug)
     QUIET_SHARE = 0.1  # steps that wait for the daemon without the barrier
 
-    def __init__(self, server: Server, daemon: Daemon, stream: Stream, seed: int,
-                 scoped: tuple[Stream, str] | None = None,
-                 coalesced: Stream | None = None) -> None:
+    def __init__(
+        self,
+        server: Server,
+        daemon: Daemon,
+        stream: Stream,
+        seed: int,
+        scoped: tuple[Stream, str] | None = None,
+        coalesced: Stream | None = None,
+    ) -> None:
         self.server = server
         self.daemon = daemon
         self.stream = stream
@@ -995,17 +1145,21 @@ class Walk:
         sid, index, wid, _ = self.rng.choice(self.truth.links)
         return sid, index, wid
 
-    def _survivors(self, windows: set[str] = frozenset(),  # type: ignore[assignment]
-                   links: set[tuple[str, int]] = frozenset(),  # type: ignore[assignment]
-                   sessions: set[str] = frozenset()) -> int:  # type: ignore[assignment]
+    def _survivors(
+        self,
+        windows: frozenset[str] | set[str] = frozenset(),
+        links: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset(),
+        sessions: frozenset[str] | set[str] = frozenset(),
+    ) -> int:
         """How many sessions are left after removing these windows, winlinks and sessions."""
         assert self.truth is not None
         left = 0
         for sid in self.truth.sessions:
             if sid in sessions:
                 continue
-            if any(w not in windows and (sid, i) not in links
-                   for i, w in self.truth.session_links(sid)):
+            if any(
+                w not in windows and (sid, i) not in links for i, w in self.truth.session_links(sid)
+            ):
                 left += 1
         return left
 
@@ -1078,8 +1232,13 @@ class Walk:
 
     def op_resize(self) -> Op:
         rng = self.rng
-        how = rng.choice([["-x", str(rng.randint(1, 120))], ["-y", str(rng.randint(1, 40))],
-                          [rng.choice(["-L", "-R", "-U", "-D"]), str(rng.randint(1, 15))]])
+        how = rng.choice(
+            [
+                ["-x", str(rng.randint(1, 120))],
+                ["-y", str(rng.randint(1, 40))],
+                [rng.choice(["-L", "-R", "-U", "-D"]), str(rng.randint(1, 15))],
+            ]
+        )
         return Op("resize-pane", ["resize-pane", "-t", self._pane(), *how])
 
     def op_zoom(self) -> Op:
@@ -1141,18 +1300,23 @@ class Walk:
     def op_swap_window(self) -> Op:
         a, b = self._winlink(), self._winlink()
         flags = ["-d"] if self.rng.random() < 0.5 else []
-        return Op("swap-window" + (" -d" if flags else ""),
-                  ["swap-window", *flags, "-s", f"{a[0]}:{a[1]}", "-t", f"{b[0]}:{b[1]}"])
+        return Op(
+            "swap-window" + (" -d" if flags else ""),
+            ["swap-window", *flags, "-s", f"{a[0]}:{a[1]}", "-t", f"{b[0]}:{b[1]}"],
+        )
 
     def op_rename_window(self) -> Op:
         self.stats.names_tried += 1
-        return Op("rename-window",
-                  ["rename-window", "-t", self._window(), "--", hostile_name(self.rng)])
+        return Op(
+            "rename-window", ["rename-window", "-t", self._window(), "--", hostile_name(self.rng)]
+        )
 
     def op_rename_session(self) -> Op:
         self.stats.names_tried += 1
-        return Op("rename-session",
-                  ["rename-session", "-t", self._session(), "--", hostile_name(self.rng)])
+        return Op(
+            "rename-session",
+            ["rename-session", "-t", self._session(), "--", hostile_name(self.rng)],
+        )
 
     def op_respawn(self) -> Op:
         return Op("respawn-pane -k", ["respawn-pane", "-k", "-t", self._pane()])
@@ -1174,8 +1338,9 @@ class Walk:
             return facts is None or facts[9] or facts[4] != old_pid
 
         if self.rng.random() < 0.5 and old_pid > 0 and not self.truth.panes[pane][9]:
-            return Op("pane process killed", [], destructive=True,
-                      settled=settled, kill_pid=old_pid)
+            return Op(
+                "pane process killed", [], destructive=True, settled=settled, kill_pid=old_pid
+            )
 
         def exited(t: Truth | None) -> bool:
             if t is None:
@@ -1183,13 +1348,18 @@ class Walk:
             facts = t.panes.get(pane)
             return facts is None or facts[9]
 
-        return Op("pane process exits", ["respawn-pane", "-k", "-t", pane, "exit 3"],
-                  destructive=True, settled=exited)
+        return Op(
+            "pane process exits",
+            ["respawn-pane", "-k", "-t", pane, "exit 3"],
+            destructive=True,
+            settled=exited,
+        )
 
     def op_remain_on_exit(self) -> Op:
         value = self.rng.choice(["on", "off"])
-        return Op("remain-on-exit",
-                  ["set-option", "-w", "-t", self._window(), "remain-on-exit", value])
+        return Op(
+            "remain-on-exit", ["set-option", "-w", "-t", self._window(), "remain-on-exit", value]
+        )
 
     def op_new_session(self) -> Op:
         self.session_counter += 1
@@ -1235,8 +1405,18 @@ class Walk:
         rng = self.rng
         if rng.random() < 0.2:
             return Op("resize-window -A", ["resize-window", "-A", "-t", self._window()])
-        return Op("resize-window", ["resize-window", "-t", self._window(), "-x",
-                                    str(rng.randint(20, 220)), "-y", str(rng.randint(8, 70))])
+        return Op(
+            "resize-window",
+            [
+                "resize-window",
+                "-t",
+                self._window(),
+                "-x",
+                str(rng.randint(20, 220)),
+                "-y",
+                str(rng.randint(8, 70)),
+            ],
+        )
 
     def op_rotate(self) -> Op:
         if self.rng.random() < 0.5:
@@ -1254,16 +1434,19 @@ class Walk:
     # -------------------------------------------------------------- stepping
 
     async def begin(self) -> None:
-        self.truth = await check_against_tmux(self.daemon, self.stream, self.sock,
-                                              panes_listing=True, neighbors=True)
+        self.truth = await check_against_tmux(
+            self.daemon, self.stream, self.sock, panes_listing=True, neighbors=True
+        )
         self.server.last_pid = self.truth.pid if self.truth else None
 
     async def run_op(self, ops: list[Op]) -> None:
         self.stats.ops.update(op.name for op in ops)
-        self.recent.append(" ; ".join(
-            op.name + (f" (kill {op.kill_pid})" if op.kill_pid else f" {op.argv!r}")
-            for op in ops
-        ))
+        self.recent.append(
+            " ; ".join(
+                op.name + (f" (kill {op.kill_pid})" if op.kill_pid else f" {op.argv!r}")
+                for op in ops
+            )
+        )
         if ops[0].kill_pid is not None:
             try:
                 os.kill(ops[0].kill_pid, signal.SIGKILL)
@@ -1307,6 +1490,7 @@ class Walk:
             if not self.hung:
                 settled = ops[0].settled
                 if settled is not None:
+
                     async def landed() -> bool:
                         return settled(await read_truth(self.sock))
 
@@ -1331,8 +1515,13 @@ class Walk:
         listing = self.stats.steps % 10 == 0
         neighbors = self.stats.steps % 5 == 0
         self.truth = await check_against_tmux(
-            self.daemon, self.stream, self.sock, panes_listing=listing, neighbors=neighbors,
-            scoped=self.scoped, coalesced=self.coalesced if listing else None,
+            self.daemon,
+            self.stream,
+            self.sock,
+            panes_listing=listing,
+            neighbors=neighbors,
+            scoped=self.scoped,
+            coalesced=self.coalesced if listing else None,
         )
         self.stats.barrier_checks += 1
         await self.follow_a_session()
@@ -1355,6 +1544,7 @@ class Walk:
 
     async def wait_converged(self, timeout: float = 6.0) -> None:
         """Without the barrier: notifications, hooks and the digest must bring it all."""
+
         async def same() -> bool:
             truth = await read_truth(self.sock)
             if truth is None:
@@ -1396,11 +1586,13 @@ class Walk:
         return (
             f"random walk failed at step {step} (seed {self.seed}; rerun with "
             f"TMUXLOCD_SEED={self.seed})\nlast operations, oldest first:\n  "
-            + "\n  ".join(self.recent) + f"\n{exc}"
+            + "\n  ".join(self.recent)
+            + f"\n{exc}"
         )
 
-    async def run(self, steps: int, deadline: float | None = None,
-                  report: Callable[[str], None] | None = None) -> None:
+    async def run(
+        self, steps: int, deadline: float | None = None, report: Callable[[str], None] | None = None
+    ) -> None:
         self.report = report
         await self.begin()
         for i in range(steps):
@@ -1411,8 +1603,10 @@ class Walk:
             except AssertionError as exc:
                 raise AssertionError(self.failure(i, exc)) from None
             if report is not None and (i + 1) % 500 == 0:
-                report(f"step {i + 1}: {self.stats.steps} steps, daemon RSS "
-                       f"{self.daemon.rss_kib()} KiB, events {sum(self.stream.types.values())}")
+                report(
+                    f"step {i + 1}: {self.stats.steps} steps, daemon RSS "
+                    f"{self.daemon.rss_kib()} KiB, events {sum(self.stream.types.values())}"
+                )
 
 
 async def start_walk(seed: int) -> tuple[Server, Daemon, Stream, Walk]:
@@ -1430,8 +1624,9 @@ async def start_walk(seed: int) -> tuple[Server, Daemon, Stream, Walk]:
     return server, daemon, stream, Walk(server, daemon, stream, seed, (scoped, "$1"), coalesced)
 
 
-async def stop_walk(server: Server, daemon: Daemon, stream: Stream,
-                    walk: Walk | None = None) -> None:
+async def stop_walk(
+    server: Server, daemon: Daemon, stream: Stream, walk: Walk | None = None
+) -> None:
     if walk is not None and walk.scoped is not None:
         await walk.scoped[0].close()
     if walk is not None and walk.coalesced is not None:
@@ -1475,12 +1670,16 @@ async def soak(steps: int, seed: int, minutes: float | None) -> int:
     errors = daemon.log_errors()
     print(f"seed {seed}: {walk.stats.summary()}")
     if LAYOUT_DISAGREEMENTS:
-        print(f"tmux's layout disagreed with its pane geometry {len(LAYOUT_DISAGREEMENTS)} "
-              f"times (neighbours not judged there), e.g. {LAYOUT_DISAGREEMENTS[0]}")
-    print(f"elapsed {elapsed:.0f} s ({walk.stats.steps / max(elapsed, 1e-9):.1f} steps/s); "
-          f"daemon alive {alive}, RSS {rss0} -> {rss1} KiB; stream events "
-          f"{dict(stream.types)}; stream problems {len(stream.problems)}; "
-          f"daemon log errors {len(errors)}")
+        print(
+            f"tmux's layout disagreed with its pane geometry {len(LAYOUT_DISAGREEMENTS)} "
+            f"times (neighbours not judged there), e.g. {LAYOUT_DISAGREEMENTS[0]}"
+        )
+    print(
+        f"elapsed {elapsed:.0f} s ({walk.stats.steps / max(elapsed, 1e-9):.1f} steps/s); "
+        f"daemon alive {alive}, RSS {rss0} -> {rss1} KiB; stream events "
+        f"{dict(stream.types)}; stream problems {len(stream.problems)}; "
+        f"daemon log errors {len(errors)}"
+    )
     for line in errors[:10]:
         print("  " + line)
     await stop_walk(server, daemon, stream, walk)
@@ -1488,15 +1687,24 @@ async def soak(steps: int, seed: int, minutes: float | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.soak", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.soak",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--minutes", type=float, default=None,
-                        help="stop after this long even if steps remain")
-    parser.add_argument("--chaos", type=float, default=None, metavar="RATE",
-                        help="break this share of the control connection's replies "
-                        "(tests/chaos.py), checking recovery every 50 steps")
+    parser.add_argument(
+        "--minutes", type=float, default=None, help="stop after this long even if steps remain"
+    )
+    parser.add_argument(
+        "--chaos",
+        type=float,
+        default=None,
+        metavar="RATE",
+        help="break this share of the control connection's replies "
+        "(tests/chaos.py), checking recovery every 50 steps",
+    )
     ns = parser.parse_args(argv)
     if TMUX is None:
         print("needs tmux", file=sys.stderr)

@@ -97,9 +97,9 @@ def self_target(
 def notify_target(hook: str | None, server: str | None, target: str | None) -> str:
     """The target of ``POST /v1/notify``, its fields in the query so that a hook job needs no
     JSON encoder.  An empty value is left out: it names nothing."""
-    return "/v1/notify" + query_string({"hook": hook or None, "server": server or None,
-                                        "target": target or None})
-
+    return "/v1/notify" + query_string(
+        {"hook": hook or None, "server": server or None, "target": target or None}
+    )
 
 
 class RawResponse:
@@ -240,8 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] == "notify":
         fast = parse_notify_args(args[1:])
         if fast is not None:
-            return notify(hook=fast.get("hook"), server=fast.get("server"),
-                          target=fast.get("target"))
+            return notify(
+                hook=fast.get("hook"), server=fast.get("server"), target=fast.get("target")
+            )
     if args and args[0] == "context" and not {"-h", "--help"} & set(args[1:]):
         # A harness hook, once per prompt and tool call: never argparse, never an error.
         from tmuxlocd.context import main as context
@@ -298,25 +299,35 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument(
-        "--listen", action="append", metavar="unix:PATH|tcp:HOST:PORT",
+        "--listen",
+        action="append",
+        metavar="unix:PATH|tcp:HOST:PORT",
         help="listen here instead of the default Unix socket (repeatable; TCP on loopback only)",
     )
     p.add_argument(
-        "-L", dest="socket_name", action="append", metavar="NAME",
+        "-L",
+        dest="socket_name",
+        action="append",
+        metavar="NAME",
         help="watch only the tmux server of this socket name (repeatable)",
     )
     p.add_argument(
-        "-S", dest="socket_path", action="append", metavar="PATH",
+        "-S",
+        dest="socket_path",
+        action="append",
+        metavar="PATH",
         help="watch only the tmux server at this socket path (repeatable)",
     )
     p.add_argument(
-        "--no-hooks", action="store_true",
+        "--no-hooks",
+        action="store_true",
         help="do not install tmux hooks (use hooks/tmux.conf.snippet instead, or rely on "
         "control mode and the 2 s safety net)",
     )
     p.add_argument("--config", metavar="FILE", help="read this TOML file instead of the default")
     p.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"),
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
         help="log verbosity on stderr (default: info)",
     )
     p.set_defaults(run=cmd_serve)
@@ -331,17 +342,34 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", dest="format", action="store_const", const="json",
-                     help="the JSON answer of GET /v1/self")
-    fmt.add_argument("--text", dest="format", action="store_const", const="text",
-                     help="the three-line text form (the default)")
-    p.add_argument("--turn", type=int, metavar="N",
-                   help="text form: head the answer 'tmux location (turn N):'")
-    p.add_argument("--neighbors", action="store_true",
-                   help="text form: add a line naming the neighbouring panes")
-    p.add_argument("--fresh", action="store_true",
-                   help="re-read tmux first (for a caller that just changed it); exit 1 if "
-                   "tmux could not be re-read")
+    fmt.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="json",
+        help="the JSON answer of GET /v1/self",
+    )
+    fmt.add_argument(
+        "--text",
+        dest="format",
+        action="store_const",
+        const="text",
+        help="the three-line text form (the default)",
+    )
+    p.add_argument(
+        "--turn", type=int, metavar="N", help="text form: head the answer 'tmux location (turn N):'"
+    )
+    p.add_argument(
+        "--neighbors",
+        action="store_true",
+        help="text form: add a line naming the neighbouring panes",
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="re-read tmux first (for a caller that just changed it); exit 1 if "
+        "tmux could not be re-read",
+    )
     p.set_defaults(run=cmd_where, format="text")
 
     p = sub.add_parser(
@@ -350,10 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the panes that share an edge with a pane (this one by default), "
         "largest shared length first.",
     )
-    p.add_argument("direction", nargs="?", choices=("above", "below", "left", "right"),
-                   help="only this side")
-    p.add_argument("--pane", default="self", metavar="ID",
-                   help="self (default), %%N or N")
+    p.add_argument(
+        "direction", nargs="?", choices=("above", "below", "left", "right"), help="only this side"
+    )
+    p.add_argument("--pane", default="self", metavar="ID", help="self (default), %%N or N")
     p.set_defaults(run=cmd_neighbors)
 
     p = sub.add_parser(
@@ -365,12 +393,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pane", metavar="self|ID", help="follow one pane (self follows this one)")
     p.add_argument("--window", metavar="ID", help="only this window (self, @N or N)")
     p.add_argument("--session", metavar="ID", help="only this session (self, $N or N)")
-    p.add_argument("--format", choices=("ndjson", "text"), default="text",
-                   help="text: one line per event (default); ndjson: one JSON event per line")
+    p.add_argument(
+        "--format",
+        choices=("ndjson", "text"),
+        default="text",
+        help="text: one line per event (default); ndjson: one JSON event per line",
+    )
     p.set_defaults(run=cmd_watch)
 
     p = sub.add_parser(
-        "tree", help="every server, session, window and pane",
+        "tree",
+        help="every server, session, window and pane",
         description="Print every watched server, session, window and pane as an indented "
         "tree; this process's pane is marked with '*'.",
     )
@@ -390,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_notify)
 
     p = sub.add_parser(
-        "sync", help="wait until the daemon has re-read tmux (a barrier)",
+        "sync",
+        help="wait until the daemon has re-read tmux (a barrier)",
         description="Ask the daemon to re-read every tmux server (or one) and wait until "
         "what it read is published; print the last event id.  Exit 1, naming the servers "
         "and why, when a server could not be re-read.",
@@ -407,8 +441,11 @@ def build_parser() -> argparse.ArgumentParser:
         "otherwise and always exits 0.  Installed by `tmuxlocd install`.",
     )
     p.add_argument("harness", choices=("claude", "codex", "gemini"))
-    p.add_argument("--min-interval-ms", metavar="N",
-                   help="no injection sooner than N ms after the last one (default 0)")
+    p.add_argument(
+        "--min-interval-ms",
+        metavar="N",
+        help="no injection sooner than N ms after the last one (default 0)",
+    )
     p.set_defaults(run=cmd_context)
 
     p = sub.add_parser(
@@ -420,38 +457,55 @@ def build_parser() -> argparse.ArgumentParser:
         "entries are kept; a file that does not parse is left untouched.",
     )
     p.add_argument("harness", choices=("claude", "codex", "gemini", "systemd"))
-    p.add_argument("--project", action="store_true",
-                   help="this directory's configuration instead of the user's")
+    p.add_argument(
+        "--project",
+        action="store_true",
+        help="this directory's configuration instead of the user's",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
-    p.add_argument("--remove", action="store_true",
-                   help="take out exactly what install adds")
-    p.add_argument("--min-interval-ms", metavar="N", default="0",
-                   help="the hooks inject at most once per N ms (default 0: every change)")
+    p.add_argument("--remove", action="store_true", help="take out exactly what install adds")
+    p.add_argument(
+        "--min-interval-ms",
+        metavar="N",
+        default="0",
+        help="the hooks inject at most once per N ms (default 0: every change)",
+    )
     p.set_defaults(run=cmd_install)
 
-    p = sub.add_parser("status", help="the daemon's health",
-                       description="Show the daemon's health: the servers it watches, "
-                       "their observers and sizes, and its subscribers.  Exit 1 if no "
-                       "daemon answers.")
+    p = sub.add_parser(
+        "status",
+        help="the daemon's health",
+        description="Show the daemon's health: the servers it watches, "
+        "their observers and sizes, and its subscribers.  Exit 1 if no "
+        "daemon answers.",
+    )
     p.set_defaults(run=cmd_status)
 
     p = sub.add_parser(
-        "token", help="the bearer token of the TCP listeners (--rotate: a new one)",
+        "token",
+        help="the bearer token of the TCP listeners (--rotate: a new one)",
         description="Print the bearer token TCP requests need (Authorization: Bearer ...), "
         "from the file 'token' beside the daemon's socket ($TMUXLOCD_SOCKET or the "
         "default), making it if there is none.  It stays the same across restarts of the "
         "daemon; --rotate replaces it, and a running daemon accepts only the new one from "
         "its next request on.",
     )
-    p.add_argument("--rotate", action="store_true",
-                   help="replace the token with a new one (clients holding the old get 401)")
-    p.add_argument("--path", action="store_true",
-                   help="print the token file's path instead of the token")
+    p.add_argument(
+        "--rotate",
+        action="store_true",
+        help="replace the token with a new one (clients holding the old get 401)",
+    )
+    p.add_argument(
+        "--path", action="store_true", help="print the token file's path instead of the token"
+    )
     p.set_defaults(run=cmd_token)
 
-    p = sub.add_parser("mcp", help="MCP server on stdio (needs tmuxlocd[mcp])",
-                       description="Run a Model Context Protocol server on stdin/stdout, "
-                       "backed by the daemon.  Needs the extra: pip install 'tmuxlocd[mcp]'.")
+    p = sub.add_parser(
+        "mcp",
+        help="MCP server on stdio (needs tmuxlocd[mcp])",
+        description="Run a Model Context Protocol server on stdin/stdout, "
+        "backed by the daemon.  Needs the extra: pip install 'tmuxlocd[mcp]'.",
+    )
     p.set_defaults(run=cmd_mcp)
     return parser
 
@@ -551,8 +605,12 @@ def cmd_where(ns: argparse.Namespace) -> int:
 
 def where(fmt: str, turn: int | None, neighbors: bool, fresh: bool = False) -> int:
     path = daemon_socket()
-    target = self_target(text=fmt == "text", turn=turn if fmt == "text" else None,
-                         neighbors=neighbors and fmt == "text", fresh=fresh)
+    target = self_target(
+        text=fmt == "text",
+        turn=turn if fmt == "text" else None,
+        neighbors=neighbors and fmt == "text",
+        fresh=fresh,
+    )
     try:
         # A barrier may wait for tmux up to its own deadline (then 503, never stale data).
         resp = raw_request(path, "GET", target, SYNC_WAIT if fresh else WHERE_TIMEOUT)
@@ -798,11 +856,14 @@ def cmd_install(ns: argparse.Namespace) -> int:
 
     floor = parse_min_interval(ns.min_interval_ms)
     if floor is None:
-        _err(f"--min-interval-ms: {ns.min_interval_ms!r} is not a whole number of "
-             f"milliseconds from 0 to {MAX_INTERVAL_MS}")
+        _err(
+            f"--min-interval-ms: {ns.min_interval_ms!r} is not a whole number of "
+            f"milliseconds from 0 to {MAX_INTERVAL_MS}"
+        )
         return EXIT_USAGE
-    return run(ns.harness, project=ns.project, dry_run=ns.dry_run, remove=ns.remove,
-               min_interval_ms=floor)
+    return run(
+        ns.harness, project=ns.project, dry_run=ns.dry_run, remove=ns.remove, min_interval_ms=floor
+    )
 
 
 def cmd_status(ns: argparse.Namespace) -> int:
@@ -821,7 +882,8 @@ def cmd_status(ns: argparse.Namespace) -> int:
                 continue
             age = (
                 f", synced {srv.last_sync_age_s:.1f} s ago"
-                if srv.last_sync_age_s is not None else ""
+                if srv.last_sync_age_s is not None
+                else ""
             )
             print(
                 f"  {srv.socket_path}: observer {srv.observer}, {srv.sessions} sessions, "
@@ -867,8 +929,10 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
     except ImportError as exc:
         missing = exc.name or ""
         if missing in ("mcp", "tmuxlocd.mcp") or missing.startswith("mcp."):
-            _err("the MCP server needs the extra: install tmuxlocd[mcp] "
-                 "(pip install 'tmuxlocd[mcp]')")
+            _err(
+                "the MCP server needs the extra: install tmuxlocd[mcp] "
+                "(pip install 'tmuxlocd[mcp]')"
+            )
             return EXIT_ERROR
         raise
     entry = getattr(server, "main", None)

@@ -211,8 +211,9 @@ class Client(_Settings):
         """The three-line text form (SPEC §4); None when ``self`` is not in a pane."""
         return self._call(self._core.text(pane, turn, neighbors))
 
-    def location(self, pane: str = "self", *, server: str | None = None,
-                 fresh: bool = False) -> Location:
+    def location(
+        self, pane: str = "self", *, server: str | None = None, fresh: bool = False
+    ) -> Location:
         return self._call(self._core.location(pane, server, fresh))
 
     @overload
@@ -224,24 +225,42 @@ class Client(_Settings):
         self, direction: Direction, pane: str = ..., *, server: str | None = ...
     ) -> DirectionNeighbors: ...
     def neighbors(
-        self, direction: Direction | None = None, pane: str = "self", *,
+        self,
+        direction: Direction | None = None,
+        pane: str = "self",
+        *,
         server: str | None = None,
     ) -> PaneNeighbors | DirectionNeighbors:
         return self._call(self._core.neighbors(direction, pane, server))
 
     @overload
     def panes(
-        self, scope: Scope = ..., detail: Literal["full"] = ..., *,
-        limit: int | None = ..., offset: int | None = ..., server: str | None = ...,
+        self,
+        scope: Scope = ...,
+        detail: Literal["full"] = ...,
+        *,
+        limit: int | None = ...,
+        offset: int | None = ...,
+        server: str | None = ...,
     ) -> PaneList: ...
     @overload
     def panes(
-        self, scope: Scope, detail: Literal["summary"], *,
-        limit: int | None = ..., offset: int | None = ..., server: str | None = ...,
+        self,
+        scope: Scope,
+        detail: Literal["summary"],
+        *,
+        limit: int | None = ...,
+        offset: int | None = ...,
+        server: str | None = ...,
     ) -> PaneSummaryList: ...
     def panes(
-        self, scope: Scope = "window", detail: Literal["full", "summary"] = "full", *,
-        limit: int | None = None, offset: int | None = None, server: str | None = None,
+        self,
+        scope: Scope = "window",
+        detail: Literal["full", "summary"] = "full",
+        *,
+        limit: int | None = None,
+        offset: int | None = None,
+        server: str | None = None,
     ) -> PaneList | PaneSummaryList:
         return self._call(self._core.panes(scope, detail, limit, offset, server))
 
@@ -256,8 +275,9 @@ class Client(_Settings):
         re-sync.  Raises ``SyncFailedError`` when a server could not be re-read."""
         return self._call(self._core.sync(server))
 
-    def notify(self, *, hook: str | None = None, server: str | None = None,
-               target: str | None = None) -> None:
+    def notify(
+        self, *, hook: str | None = None, server: str | None = None, target: str | None = None
+    ) -> None:
         self._call(self._core.notify(hook, server, target))
 
     # -- change stream
@@ -282,8 +302,15 @@ class Client(_Settings):
         An error answer (4xx) ends the iteration with a ``ClientError``.
         """
         stream = self._core.events(
-            self.path, pane=pane, window=window, session=session, server=server, types=types,
-            format=format, min_interval_ms=min_interval_ms, last_event_id=last_event_id,
+            self.path,
+            pane=pane,
+            window=window,
+            session=session,
+            server=server,
+            types=types,
+            format=format,
+            min_interval_ms=min_interval_ms,
+            last_event_id=last_event_id,
             reconnect=reconnect,
         )
         while True:
@@ -356,7 +383,9 @@ class AsyncClient(_Settings):
         req = call.request
         try:
             async with self._http().request(
-                req.method, "http://localhost" + req.url, data=req.body,
+                req.method,
+                "http://localhost" + req.url,
+                data=req.body,
                 headers=self._core.headers(call),
             ) as resp:
                 status, etag, body = resp.status, resp.headers.get("ETag"), await resp.read()
@@ -372,8 +401,9 @@ class AsyncClient(_Settings):
     ) -> str | None:
         return await self._call(self._core.text(pane, turn, neighbors))
 
-    async def location(self, pane: str = "self", *, server: str | None = None,
-                       fresh: bool = False) -> Location:
+    async def location(
+        self, pane: str = "self", *, server: str | None = None, fresh: bool = False
+    ) -> Location:
         return await self._call(self._core.location(pane, server, fresh))
 
     @overload
@@ -385,24 +415,42 @@ class AsyncClient(_Settings):
         self, direction: Direction, pane: str = ..., *, server: str | None = ...
     ) -> DirectionNeighbors: ...
     async def neighbors(
-        self, direction: Direction | None = None, pane: str = "self", *,
+        self,
+        direction: Direction | None = None,
+        pane: str = "self",
+        *,
         server: str | None = None,
     ) -> PaneNeighbors | DirectionNeighbors:
         return await self._call(self._core.neighbors(direction, pane, server))
 
     @overload
     async def panes(
-        self, scope: Scope = ..., detail: Literal["full"] = ..., *,
-        limit: int | None = ..., offset: int | None = ..., server: str | None = ...,
+        self,
+        scope: Scope = ...,
+        detail: Literal["full"] = ...,
+        *,
+        limit: int | None = ...,
+        offset: int | None = ...,
+        server: str | None = ...,
     ) -> PaneList: ...
     @overload
     async def panes(
-        self, scope: Scope, detail: Literal["summary"], *,
-        limit: int | None = ..., offset: int | None = ..., server: str | None = ...,
+        self,
+        scope: Scope,
+        detail: Literal["summary"],
+        *,
+        limit: int | None = ...,
+        offset: int | None = ...,
+        server: str | None = ...,
     ) -> PaneSummaryList: ...
     async def panes(
-        self, scope: Scope = "window", detail: Literal["full", "summary"] = "full", *,
-        limit: int | None = None, offset: int | None = None, server: str | None = None,
+        self,
+        scope: Scope = "window",
+        detail: Literal["full", "summary"] = "full",
+        *,
+        limit: int | None = None,
+        offset: int | None = None,
+        server: str | None = None,
     ) -> PaneList | PaneSummaryList:
         return await self._call(self._core.panes(scope, detail, limit, offset, server))
 
@@ -415,8 +463,9 @@ class AsyncClient(_Settings):
     async def sync(self, server: str | None = None) -> str:
         return await self._call(self._core.sync(server))
 
-    async def notify(self, *, hook: str | None = None, server: str | None = None,
-                     target: str | None = None) -> None:
+    async def notify(
+        self, *, hook: str | None = None, server: str | None = None, target: str | None = None
+    ) -> None:
         await self._call(self._core.notify(hook, server, target))
 
     async def events(
@@ -438,8 +487,15 @@ class AsyncClient(_Settings):
         import aiohttp
 
         stream = self._core.events(
-            self.path, pane=pane, window=window, session=session, server=server, types=types,
-            format=format, min_interval_ms=min_interval_ms, last_event_id=last_event_id,
+            self.path,
+            pane=pane,
+            window=window,
+            session=session,
+            server=server,
+            types=types,
+            format=format,
+            min_interval_ms=min_interval_ms,
+            last_event_id=last_event_id,
             reconnect=reconnect,
         )
         # sock_read is the heartbeat deadline: a silent stream is a dead one.
@@ -449,7 +505,8 @@ class AsyncClient(_Settings):
         while True:
             try:
                 async with self._http().get(
-                    "http://localhost" + stream.url, headers=stream.headers(),
+                    "http://localhost" + stream.url,
+                    headers=stream.headers(),
                     timeout=stream_timeout,
                 ) as resp:
                     body = await resp.read() if resp.status >= 400 else b""

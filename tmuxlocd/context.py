@@ -210,7 +210,9 @@ class Store:
 
         try:
             fd = os.open(
-                key + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                key + ".lock",
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
                 dir_fd=self.fd,
             )
         except OSError:

@@ -571,8 +571,9 @@ class Shim:
                 )
                 return _result(body.decode("utf-8"), live=live)
         except ToolFailure as exc:
-            return mt.CallToolResult(content=[mt.TextContent(type="text", text=str(exc))],
-                                     is_error=True)
+            return mt.CallToolResult(
+                content=[mt.TextContent(type="text", text=str(exc))], is_error=True
+            )
         except ClientError as exc:
             return mt.CallToolResult(
                 content=[mt.TextContent(type="text", text=str(_failure(exc)))], is_error=True

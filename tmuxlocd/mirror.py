@@ -182,8 +182,10 @@ class ServerMirror:
 
     def on_event(self, event: Event) -> Effect:
         match event:
-            case LayoutChange(window_id=w) | WindowPaneChanged(window_id=w) | WindowRenamed(
-                window_id=w
+            case (
+                LayoutChange(window_id=w)
+                | WindowPaneChanged(window_id=w)
+                | WindowRenamed(window_id=w)
             ):
                 self.mark(windows=(w,))
             case SessionChanged(session_id=sid):
@@ -477,8 +479,9 @@ def hook_command(mirror: ServerMirror, hook: str, channel: str) -> str:
 
 def install_hooks(mirror: ServerMirror, channel: str) -> list[Argv]:
     return [
-        mirror.spell(("set-hook", "-g", f"{hook}[{HOOK_INDEX}]", hook_command(mirror, hook,
-                                                                             channel)))
+        mirror.spell(
+            ("set-hook", "-g", f"{hook}[{HOOK_INDEX}]", hook_command(mirror, hook, channel))
+        )
         for hook in HOOKS
     ]
 

@@ -166,8 +166,9 @@ class ServerObserver:
         stopping = asyncio.ensure_future(self._stopping.wait())
         kicked = asyncio.ensure_future(self._kick.wait())
         try:
-            await asyncio.wait((stopping, kicked), timeout=seconds,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                (stopping, kicked), timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             stopping.cancel()
             kicked.cancel()
@@ -204,8 +205,11 @@ class ServerObserver:
         self._early_exits = 0
         ended = self.episode.recover()
         if ended is not None:
-            log.info("tmux server gone while failing (%s)", ended,
-                     extra={"tmux_socket": self.socket_path})
+            log.info(
+                "tmux server gone while failing (%s)",
+                ended,
+                extra={"tmux_socket": self.socket_path},
+            )
         self.hub.server_down(self.socket_path)
         self._serve_all()
 
@@ -216,8 +220,9 @@ class ServerObserver:
         extra = {"tmux_socket": self.socket_path}
         match self.episode.fail(why):
             case "start":
-                log.warning("cannot read tmux: %s; retrying with a fresh control client", why,
-                            extra=extra)
+                log.warning(
+                    "cannot read tmux: %s; retrying with a fresh control client", why, extra=extra
+                )
             case "changed":
                 log.debug("still cannot read tmux: %s", why, extra=extra)
             case _:
@@ -229,8 +234,9 @@ class ServerObserver:
     def _recovered(self) -> None:
         ended = self.episode.recover()
         if ended is not None:
-            log.info("tmux reads well again (after: %s)", ended,
-                     extra={"tmux_socket": self.socket_path})
+            log.info(
+                "tmux reads well again (after: %s)", ended, extra={"tmux_socket": self.socket_path}
+            )
         self.hub.set_observer(self.socket_path, "attached")
 
     # ------------------------------------------------------------------ before attaching
@@ -239,7 +245,10 @@ class ServerObserver:
         """One command as a plain client (it never starts a server: no STARTSERVER), with a
         deadline: exit status, output lines, the first line of its error output."""
         proc = await asyncio.create_subprocess_exec(
-            self.tmux, "-S", self.socket_path, *argv,
+            self.tmux,
+            "-S",
+            self.socket_path,
+            *argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -322,8 +331,9 @@ class ServerObserver:
         self._attachment_failure = None
         mirror.attached_to(sid)
         self._attached.clear()
-        await client.start(self.tmux, self.socket_path, sid,
-                           attach=mirror.spell.word("attach-session"))
+        await client.start(
+            self.tmux, self.socket_path, sid, attach=mirror.spell.word("attach-session")
+        )
         self.client = client
         sync_task: asyncio.Task[None] | None = None
         waiter_task: asyncio.Task[None] | None = None
@@ -359,7 +369,8 @@ class ServerObserver:
                 raise failure
             if self.error is None:
                 log.info(
-                    "control client ended (%s)", client.exit_reason,
+                    "control client ended (%s)",
+                    client.exit_reason,
                     extra={"tmux_socket": self.socket_path},
                 )
             return True
@@ -449,8 +460,13 @@ class ServerObserver:
             # environment into the server.
             spawn = asyncio.ensure_future(
                 asyncio.create_subprocess_exec(
-                    self.tmux, "-S", self.socket_path,
-                    spell.word("wait-for"), self.channel, ";", *spell(LIST_WINDOWS),
+                    self.tmux,
+                    "-S",
+                    self.socket_path,
+                    spell.word("wait-for"),
+                    self.channel,
+                    ";",
+                    *spell(LIST_WINDOWS),
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.DEVNULL,
@@ -471,9 +487,7 @@ class ServerObserver:
                 # then, before learning the exit status (that takes a child-watcher round).
                 out = await proc.stdout.read()
                 if out and not self._stopping.is_set():
-                    self.mirror.dirty_from_window_rows(
-                        out.decode("utf-8", "replace").splitlines()
-                    )
+                    self.mirror.dirty_from_window_rows(out.decode("utf-8", "replace").splitlines())
                     self._dirty.set()
                     # Let the sync loop send its query before the next waiter's fork.
                     await asyncio.sleep(0)
@@ -499,8 +513,11 @@ class ServerObserver:
         if effect.attached:
             self._attached.set()
         if effect.config_error is not None:
-            log.warning("tmux configuration error: %s", effect.config_error,
-                        extra={"tmux_socket": self.socket_path})
+            log.warning(
+                "tmux configuration error: %s",
+                effect.config_error,
+                extra={"tmux_socket": self.socket_path},
+            )
         if effect.stray is not None:
             log.debug("stray line from tmux: %r", effect.stray)
         if self.mirror.dirty:
@@ -532,9 +549,10 @@ class ServerObserver:
         """
         if self._stopping.is_set():
             return "the daemon is stopping"
-        if not socket_alive(self.socket_path) and not self.hub.server(
-            self.socket_path
-        ).state.running:
+        if (
+            not socket_alive(self.socket_path)
+            and not self.hub.server(self.socket_path).state.running
+        ):
             return None
         ticket = self.barriers.request()
         self.mark(full=True)
@@ -542,9 +560,7 @@ class ServerObserver:
         try:
             async with asyncio.timeout(timeout):
                 async with self._answered:
-                    await self._answered.wait_for(
-                        lambda: self.barriers.answer(ticket) is not False
-                    )
+                    await self._answered.wait_for(lambda: self.barriers.answer(ticket) is not False)
         except TimeoutError:
             why = f"no re-read published within {timeout:g} s"
             return f"{why} (last error: {self.error})" if self.error else why

@@ -37,8 +37,8 @@ from tests.soak import (
     read_truth,
     tmux,
     tmux_ok,
-    wait_until,
 )
+from tests.tmuxtest import wait_until
 
 pytestmark = [
     pytest.mark.integration,
@@ -60,9 +60,15 @@ class Rig:
     def sock(self) -> str:
         return self.server.socket_path
 
-    async def check(self, stream: Stream | None = None, **kw: bool) -> Truth | None:
+    async def check(
+        self, stream: Stream | None = None, *, panes_listing: bool = False, neighbors: bool = False
+    ) -> Truth | None:
         return await check_against_tmux(
-            self.daemon, stream or self.stream, self.sock, **kw
+            self.daemon,
+            stream or self.stream,
+            self.sock,
+            panes_listing=panes_listing,
+            neighbors=neighbors,
         )
 
     async def healthy(self) -> None:
@@ -104,10 +110,33 @@ async def start_server() -> Server:
     server = Server()
     await server.start("A")
     sock = server.socket_path
-    await tmux_ok(sock, "new-session", "-d", "-s", "B", "-x", "120", "-y", "40",
-                  ";", "split-window", "-d", "-t", "A:0",
-                  ";", "split-window", "-d", "-h", "-t", "B:0",
-                  ";", "new-window", "-d", "-t", "B:")
+    await tmux_ok(
+        sock,
+        "new-session",
+        "-d",
+        "-s",
+        "B",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        ";",
+        "split-window",
+        "-d",
+        "-t",
+        "A:0",
+        ";",
+        "split-window",
+        "-d",
+        "-h",
+        "-t",
+        "B:0",
+        ";",
+        "new-window",
+        "-d",
+        "-t",
+        "B:",
+    )
     return server
 
 
@@ -186,7 +215,7 @@ async def test_tmux_server_sigkill_mid_burst(rig: Rig) -> None:
 
 
 async def test_observer_control_client_sigkill(rig: Rig) -> None:
-    (pid, _), = await rig.control_clients()
+    ((pid, _),) = await rig.control_clients()
     task = asyncio.create_task(burst(rig.sock, 30))
     os.kill(pid, signal.SIGKILL)
     await task
@@ -266,6 +295,7 @@ async def test_daemon_sigkill_and_restart_under_subscribers(rig: Rig) -> None:
     await rig.daemon.kill()
     for s in (by_header, by_since, scoped):
         await wait_until(s.ended.is_set, 5, "the stream to end with the daemon")
+
     # The control client goes with the daemon (its stdin closes).
     async def no_control_client() -> bool:
         return await rig.control_clients() == []
@@ -273,13 +303,25 @@ async def test_daemon_sigkill_and_restart_under_subscribers(rig: Rig) -> None:
     await wait_until(no_control_client, 5, "the dead daemon's control client to go")
     # Changes nobody is watching; renames only, which fire none of the hooks the dead daemon
     # left behind (a hook would wake its orphaned waiter, hiding a leak).
-    await tmux_ok(rig.sock, "rename-window", "-t", "A:0", "while down", ";",
-                  "rename-session", "-t", "B", "B while down")
+    await tmux_ok(
+        rig.sock,
+        "rename-window",
+        "-t",
+        "A:0",
+        "while down",
+        ";",
+        "rename-session",
+        "-t",
+        "B",
+        "B while down",
+    )
 
     await rig.daemon.start()  # same socket path: the stale socket file is replaced
-    await wait_until(lambda: len(rig.waiters()) == waiters_before, 5,
-                     f"{waiters_before} hook waiter(s), not the dead daemon's too: "
-                     f"{rig.waiters()}")
+    await wait_until(
+        lambda: len(rig.waiters()) == waiters_before,
+        5,
+        f"{waiters_before} hook waiter(s), not the dead daemon's too: {rig.waiters()}",
+    )
     last = by_header.last_id
     assert last is not None
     await by_header.open(last)
@@ -338,9 +380,9 @@ def raise_nofile(want: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
 
-async def raw_stream(path: str, query: str = "format=ndjson") -> tuple[
-    asyncio.StreamReader, asyncio.StreamWriter
-]:
+async def raw_stream(
+    path: str, query: str = "format=ndjson"
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     reader, writer = await asyncio.open_unix_connection(path, limit=1 << 22)
     writer.write(f"GET /v1/events?{query} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
     await writer.drain()
@@ -409,9 +451,25 @@ async def test_subscribers_that_never_read(rig: Rig) -> None:
     # A window of 40 panes: each rename is 40 pane.changed events.
     await tmux_ok(sock, "new-session", "-d", "-s", "big", "-x", "250", "-y", "100")
     for _ in range(13):
-        await tmux_ok(sock, *(a for _ in range(3) for a in (
-            "split-window", "-d", "-t", "big:0", ";", "select-layout", "-t", "big:0", "tiled",
-            ";")))
+        await tmux_ok(
+            sock,
+            *(
+                a
+                for _ in range(3)
+                for a in (
+                    "split-window",
+                    "-d",
+                    "-t",
+                    "big:0",
+                    ";",
+                    "select-layout",
+                    "-t",
+                    "big:0",
+                    "tiled",
+                    ";",
+                )
+            ),
+        )
     await rig.check()
     stuck = [stuck_stream(rig.daemon.sock) for _ in range(50)]
     stuck_since = time.monotonic()
@@ -424,8 +482,8 @@ async def test_subscribers_that_never_read(rig: Rig) -> None:
     for i in range(renames):
         name = "final-marker" if i == renames - 1 else f"n{i}"
         if i == renames - 1:
-            for r in light:
-                r.marker = b'"name":"final-marker"'
+            for reader in light:
+                reader.marker = b'"name":"final-marker"'
         await tmux_ok(sock, "rename-window", "-t", "big:0", name)
         seq = await rig.daemon.sync()
         if i % 20 == 0:
@@ -460,7 +518,7 @@ async def test_subscribers_that_never_read(rig: Rig) -> None:
 
     async def dropped() -> bool:
         # Ours, and the 25 that read again; the 25 still stuck are gone.
-        return (await rig.daemon.health())["subscribers"] == 26
+        return bool((await rig.daemon.health())["subscribers"] == 26)
 
     await wait_until(dropped, 50, "the stuck streams to be dropped")
     loop = asyncio.get_running_loop()
@@ -477,7 +535,7 @@ async def test_subscribers_that_never_read(rig: Rig) -> None:
 async def one_subscriber(rig: Rig) -> bool:
     """Only the rig's own stream is left."""
     health = await rig.daemon.health()
-    return health["subscribers"] == 1
+    return bool(health["subscribers"] == 1)
 
 
 async def test_two_thousand_connections(rig: Rig) -> None:
@@ -536,7 +594,6 @@ async def test_two_thousand_connections(rig: Rig) -> None:
     await rig.healthy()
 
 
-
 async def test_reconnect_storm_after_a_restart(rig: Rig) -> None:
     """The daemon restarts and its 1,000 subscribers reconnect in one burst, each resuming
     with ``Last-Event-ID``: no connect is refused (a full Unix backlog refuses with EAGAIN at
@@ -562,8 +619,7 @@ async def test_reconnect_storm_after_a_restart(rig: Rig) -> None:
         else:
             socks.append(sock)
     request = (
-        "GET /v1/events?format=ndjson HTTP/1.1\r\nHost: localhost\r\n"
-        f"Last-Event-ID: {last}\r\n\r\n"
+        f"GET /v1/events?format=ndjson HTTP/1.1\r\nHost: localhost\r\nLast-Event-ID: {last}\r\n\r\n"
     ).encode()
 
     async def resume(sock: socket.socket) -> tuple[int, list[str]]:
@@ -596,7 +652,8 @@ async def test_reconnect_storm_after_a_restart(rig: Rig) -> None:
 
 async def one_subscriber_or_none(rig: Rig) -> bool:
     health = await rig.daemon.health()
-    return health["subscribers"] == 0
+    return bool(health["subscribers"] == 0)
+
 
 def read_text(path: str) -> str:
     with open(path) as f:
@@ -628,8 +685,7 @@ class SseClient:
     async def _run(self) -> None:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as http:
             while True:
-                headers = {"Authorization": f"Bearer {self.token}",
-                           "Accept": "text/event-stream"}
+                headers = {"Authorization": f"Bearer {self.token}", "Accept": "text/event-stream"}
                 if self.last_id is not None:
                     headers["Last-Event-ID"] = self.last_id
                 try:
@@ -701,11 +757,17 @@ async def test_tcp_subscriber_resumes_across_a_restart(rig: Rig) -> None:
             async with asyncio.timeout(10):
                 await client.ended.wait()
             await rig.daemon.start()
-            await wait_until(lambda: client.connected.is_set() or client.closed_for_good, 10,
-                             f"the TCP subscriber to reconnect after a {how}")
+            await wait_until(
+                lambda: client.connected.is_set() or client.closed_for_good,
+                10,
+                f"the TCP subscriber to reconnect after a {how}",
+            )
             assert not client.closed_for_good, f"refused after a {how}: {client.statuses}"
-            await wait_until(lambda n=before: len(client.events) >= n + 2, 10,
-                             f"reset and snapshot after a {how}")
+            await wait_until(
+                lambda n=before: len(client.events) >= n + 2,  # type: ignore[misc]
+                10,
+                f"reset and snapshot after a {how}",
+            )
             assert client.kinds_since(before)[:2] == ["reset", "snapshot"], client.events[before:]
             assert not client.closed_for_good, client.statuses
             assert read_text(token_file) == token
@@ -717,7 +779,11 @@ async def test_tcp_subscriber_resumes_across_a_restart(rig: Rig) -> None:
             assert {p["pane"]["id"] for p in panes} == set(truth.panes)
             await burst(rig.sock, 3)
             seq = await rig.daemon.sync()
-            await wait_until(lambda s=seq: client.last_id == s, 10, "events after the resume")
+            await wait_until(
+                lambda s=seq: client.last_id == s,  # type: ignore[misc]
+                10,
+                "events after the resume",
+            )
             before = len(client.events)
             client.ended.clear()
         # Rotated on request: the holder of the old token is refused (and, as an
@@ -741,6 +807,7 @@ async def test_tcp_subscriber_resumes_across_a_restart(rig: Rig) -> None:
     await rig.stream.open()
     await rig.healthy()
 
+
 NODE = shutil.which("node")
 NODE_MODULES = os.environ.get("TMUXLOCD_TEST_NODE_MODULES", "")
 EVENTSOURCE_CLIENT = str(Path(__file__).parent / "node" / "eventsource_client.mjs")
@@ -749,9 +816,14 @@ EVENTSOURCE_CLIENT = str(Path(__file__).parent / "node" / "eventsource_client.mj
 async def rotate_token(daemon_socket: str) -> str:
     """``tmuxlocd token --rotate`` for the daemon on ``daemon_socket``; the new token."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tmuxlocd", "token", "--rotate",
+        sys.executable,
+        "-m",
+        "tmuxlocd",
+        "token",
+        "--rotate",
         env={**os.environ, "TMUXLOCD_SOCKET": daemon_socket},
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await proc.communicate()
     assert proc.returncode == 0
@@ -781,10 +853,16 @@ async def test_npm_eventsource_resumes_across_a_restart(rig: Rig) -> None:
     assert NODE is not None
     port, token = await with_tcp_listener(rig)
     proc = await asyncio.create_subprocess_exec(
-        NODE, EVENTSOURCE_CLIENT, f"http://127.0.0.1:{port}/v1/events",
-        env={**os.environ, "TMUXLOCD_TEST_TOKEN": token, "TMUXLOCD_TEST_NODE_MODULES":
-             NODE_MODULES},
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        NODE,
+        EVENTSOURCE_CLIENT,
+        f"http://127.0.0.1:{port}/v1/events",
+        env={
+            **os.environ,
+            "TMUXLOCD_TEST_TOKEN": token,
+            "TMUXLOCD_TEST_NODE_MODULES": NODE_MODULES,
+        },
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
     )
     seen: list[dict[str, object]] = []
 
@@ -811,8 +889,11 @@ async def test_npm_eventsource_resumes_across_a_restart(rig: Rig) -> None:
         await rig.daemon.stop()
         await rig.daemon.start()
         # EventSource waits its reconnection time (3 s by default) before resuming.
-        await wait_until(lambda: len(events(mark)) >= 2 or closed_for_good(), 20,
-                         "eventsource to resume after the restart")
+        await wait_until(
+            lambda: len(events(mark)) >= 2 or closed_for_good(),
+            20,
+            "eventsource to resume after the restart",
+        )
         assert not closed_for_good(), seen[mark:]
         assert [t for t, _ in events(mark)[:2]] == ["reset", "snapshot"], seen[mark:]
         await rotate_token(rig.daemon.sock)
@@ -833,6 +914,7 @@ async def test_npm_eventsource_resumes_across_a_restart(rig: Rig) -> None:
         await reader
     await rig.stream.open()
     await rig.healthy()
+
 
 async def test_sigterm_under_load(rig: Rig) -> None:
     """SIGTERM with 300 streams open (100 of them not reading) and tmux busy: the daemon
@@ -882,12 +964,14 @@ async def test_sigterm_under_load(rig: Rig) -> None:
 
 async def test_notify_flood(rig: Rig) -> None:
     """Hooks call POST /v1/notify; 3,000 of them at once are coalesced, not queued."""
+
     async def notify_many(n: int) -> list[int]:
         statuses = []
         for i in range(n):
             status, _ = await rig.daemon.request(
-                "POST", "/v1/notify", json={"hook": "window-layout-changed",
-                                           "server": rig.sock, "target": f"@{i % 5}"},
+                "POST",
+                "/v1/notify",
+                json={"hook": "window-layout-changed", "server": rig.sock, "target": f"@{i % 5}"},
             )
             statuses.append(status)
         return statuses
@@ -921,7 +1005,7 @@ async def test_safety_net_after_every_reattach(rig: Rig) -> None:
     several re-attachments.  tmux 3.3a may run a new control client's first commands before
     its attach completes, and then refuses the subscription ("no current client")."""
     for round_ in range(6):
-        (pid, _), = await rig.control_clients()
+        ((pid, _),) = await rig.control_clients()
         os.kill(pid, signal.SIGKILL)
 
         async def replaced(old: int = pid) -> bool:
@@ -933,8 +1017,9 @@ async def test_safety_net_after_every_reattach(rig: Rig) -> None:
         await tmux_ok(rig.sock, "respawn-pane", "-k", "-t", target)
         truth = await read_truth(rig.sock)
         assert truth is not None
-        pane = (await tmux_ok(rig.sock, "display-message", "-p", "-t", target,
-                              "#{pane_id}")).strip()
+        pane = (
+            await tmux_ok(rig.sock, "display-message", "-p", "-t", target, "#{pane_id}")
+        ).strip()
         new_pid = truth.panes[pane][4]
 
         async def seen(pane: str = pane, new_pid: int = new_pid) -> bool:
@@ -950,9 +1035,36 @@ async def test_safety_net_after_every_reattach(rig: Rig) -> None:
 # ``renumber-windows on`` and a window closing): ``session_renumber_windows`` inserts the one
 # new winlink into the stack twice, making a cycle, and the next ``session_destroy`` (the
 # session killed, or the server exiting) loops for ever at 100% CPU, answering nothing.
-SPIN = ("new-window", "-d", "-t", "S:1", ";", "link-window", "-d", "-s", "S:1", "-t", "S:2",
-        ";", "select-window", "-t", "S:1", ";", "select-window", "-t", "S:2",
-        ";", "select-window", "-t", "S:0", ";", "move-window", "-r", "-t", "S")
+SPIN = (
+    "new-window",
+    "-d",
+    "-t",
+    "S:1",
+    ";",
+    "link-window",
+    "-d",
+    "-s",
+    "S:1",
+    "-t",
+    "S:2",
+    ";",
+    "select-window",
+    "-t",
+    "S:1",
+    ";",
+    "select-window",
+    "-t",
+    "S:2",
+    ";",
+    "select-window",
+    "-t",
+    "S:0",
+    ";",
+    "move-window",
+    "-r",
+    "-t",
+    "S",
+)
 
 
 async def test_tmux_spinning_in_session_destroy(rig: Rig) -> None:
@@ -982,7 +1094,7 @@ async def test_tmux_spinning_in_session_destroy(rig: Rig) -> None:
         health = await rig.daemon.health()
         assert health["status"] == "degraded", health
         assert rig.health_of(health)["observer"] == "error"
-        assert "no answer within" in rig.health_of(health)["last_error"]
+        assert "no answer within" in str(rig.health_of(health)["last_error"])
         rig.server.sigkill()  # as a user would
         await wait_until(lambda: rig.sock in rig.stream.down, 10, "server.down on the stream")
         await rig.server.start("A")

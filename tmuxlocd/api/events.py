@@ -39,8 +39,16 @@ class Stream(StreamCore):
         turn: int | None,
         with_neighbors: bool,
     ) -> None:
-        super().__init__(ctx.hub, ctx.frames, selection, types, fmt, interval=interval,
-                         turn=turn, with_neighbors=with_neighbors)
+        super().__init__(
+            ctx.hub,
+            ctx.frames,
+            selection,
+            types,
+            fmt,
+            interval=interval,
+            turn=turn,
+            with_neighbors=with_neighbors,
+        )
         self.settings = ctx.settings
         self.sub: Subscriber | None = None
         self.closing = False

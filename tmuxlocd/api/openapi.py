@@ -127,13 +127,15 @@ def _parameters(route: Route[Any], schema: dict[str, Any]) -> list[dict[str, Any
             param["style"], param["explode"] = "form", False  # a comma list
         out.append(param)
     if route.etag:
-        out.append({
-            "name": "If-None-Match",
-            "in": "header",
-            "required": False,
-            "schema": {"type": "string"},
-            "description": "an ETag of an earlier answer: 304 while the body is unchanged",
-        })
+        out.append(
+            {
+                "name": "If-None-Match",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string"},
+                "description": "an ETag of an earlier answer: 304 while the body is unchanged",
+            }
+        )
     return out
 
 

@@ -117,18 +117,27 @@ def _session_id(_name: str, value: str) -> str:
 _IN_URL = "(in a URL % is written %25)"
 PaneId = Annotated[
     str,
-    Meta(pattern=r"^(self|%?[0-9]{1,9})$", description=f"a pane id: N, %N or self {_IN_URL}",
-         extra={"decode": _pane_id}),
+    Meta(
+        pattern=r"^(self|%?[0-9]{1,9})$",
+        description=f"a pane id: N, %N or self {_IN_URL}",
+        extra={"decode": _pane_id},
+    ),
 ]
 WindowId = Annotated[
     str,
-    Meta(pattern=r"^(self|@?[0-9]{1,9})$", description="a window id: N, @N or self",
-         extra={"decode": _window_id}),
+    Meta(
+        pattern=r"^(self|@?[0-9]{1,9})$",
+        description="a window id: N, @N or self",
+        extra={"decode": _window_id},
+    ),
 ]
 SessionId = Annotated[
     str,
-    Meta(pattern=r"^(self|\$?[0-9]{1,9})$", description="a session id: N, $N or self",
-         extra={"decode": _session_id}),
+    Meta(
+        pattern=r"^(self|\$?[0-9]{1,9})$",
+        description="a session id: N, $N or self",
+        extra={"decode": _session_id},
+    ),
 ]
 Server = Annotated[
     str,
@@ -145,8 +154,9 @@ Target = Annotated[
 ]
 ChangeTypes = Annotated[
     frozenset[ChangeType],
-    Meta(description="comma list of the change types to send (default all)",
-         extra={"decode": _types}),
+    Meta(
+        description="comma list of the change types to send (default all)", extra={"decode": _types}
+    ),
 ]
 Turn = Annotated[
     int, Meta(ge=0, le=_BIG, description="text form: label the first line with this turn")

@@ -58,8 +58,6 @@ def text_answer(
     unchanged (the per-turn pattern), which an ETag over the label could never give."""
     body = text_form(loc, turn=turn, with_neighbors=with_neighbors).encode("utf-8")
     unlabelled = (
-        body
-        if turn is None
-        else text_form(loc, with_neighbors=with_neighbors).encode("utf-8")
+        body if turn is None else text_form(loc, with_neighbors=with_neighbors).encode("utf-8")
     )
     return answer(request, body, "text/plain", etag_of=unlabelled)
