@@ -21,7 +21,7 @@ import pytest
 from tests.daemontest import Daemon, Rig, run_cli
 from tests.tmuxtest import TMUX, poll
 from tmuxlocd.client import Client, SyncFailedError
-from tmuxlocd.spelling import spellings
+from tmuxlocd.spelling import USED, spellings
 
 pytestmark = [
     pytest.mark.integration,
@@ -172,18 +172,7 @@ def test_an_alias_over_every_spelling_is_reported_and_fails_barriers(rig: Rig) -
 
 
 def test_aliases_over_every_command_it_sends_set_before_it_starts(rig: Rig) -> None:
-    hijack = [
-        "attach-session",
-        "display-message",
-        "if-shell",
-        "list-panes",
-        "list-sessions",
-        "list-windows",
-        "refresh-client",
-        "set-hook",
-        "show-options",
-        "wait-for",
-    ]
+    hijack = USED  # every command the daemon sends, by its full name
     config = [
         ("set", "-s", f"command-alias[{100 + i}]", f"{name}=display -p hijacked")
         for i, name in enumerate(hijack)
