@@ -81,7 +81,9 @@ def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) 
     else:
         # a hook firing for a client that is gone fails quietly: nothing in the messages
         rig.tmux.run("split-window", "-d", "-t", "other:")
-        assert "can't find client" not in rig.tmux.run("show-messages")
+        # (3.4 and 3.5 let only a client read the message log; 3.6 lets anyone)
+        messages = rig.tmux.run("show-messages", check=False)
+        assert "can't find client" not in messages
 
     # The next daemon replaces the hook at the same index (one entry, its own client).
     again = Daemon(rig).wait_ready()
