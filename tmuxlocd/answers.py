@@ -11,6 +11,7 @@ from typing import Literal
 
 import msgspec
 
+from tmuxlocd.activity import Activity
 from tmuxlocd.layout import Direction
 from tmuxlocd.location import Location, Neighbors, PaneRef
 
@@ -66,11 +67,22 @@ class PaneSummary(msgspec.Struct, frozen=True, kw_only=True):
     window_id: str
     session_id: str
     neighbors: Neighbors = Neighbors()
+    # Only with ?activity=1 (absent otherwise, so summaries are what they were).
+    activity: Activity | msgspec.UnsetType = msgspec.UNSET
 
 
-def summary_of(loc: Location) -> PaneSummary:
+def summary_of(loc: Location, *, with_activity: bool = False) -> PaneSummary:
     """``detail=summary``: the pane's geometry and neighbours, without names or layout."""
     p = loc.pane
+    act: Activity | msgspec.UnsetType = msgspec.UNSET
+    if with_activity:
+        act = Activity(
+            command=p.command,
+            busy=p.busy,
+            dead=p.dead,
+            exit_status=p.exit_status,
+            exit_signal=p.exit_signal,
+        )
     return PaneSummary(
         id=p.id,
         index=p.index,
@@ -82,6 +94,7 @@ def summary_of(loc: Location) -> PaneSummary:
         window_id=loc.window.id,
         session_id=loc.session.id,
         neighbors=loc.neighbors,
+        activity=act,
     )
 
 
@@ -170,3 +183,18 @@ class ErrorAnswer(msgspec.Struct, frozen=True):
     """Every error of the HTTP API, aiohttp's own included."""
 
     error: ErrorBody
+
+
+class WaitAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """``GET /v1/panes/{pane}/wait``: how the wait ended.  ``outcome`` is what happened
+    (``timeout`` and ``gone`` are never dressed as met); ``met`` whether it is what
+    ``until`` asked for; ``location`` the pane now, with its activity (null when gone)."""
+
+    outcome: Literal["idle", "busy", "exit", "change", "timeout", "gone"]
+    until: Literal["idle", "busy", "exit", "change"]
+    met: bool
+    location: Location | None = None
+    activity: Activity = Activity()
+    before: Activity = Activity()
+    waited_ms: float = 0.0
+    reason: str | None = None

@@ -29,6 +29,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from tmuxlocd import systemd
+from tmuxlocd.activity_watch import ActivityWatcher
 from tmuxlocd.api import create_app
 from tmuxlocd.config import Config
 from tmuxlocd.errors import ConfigError
@@ -274,6 +275,8 @@ class _QuietClientErrors(logging.Filter):
 class _Watcher(Protocol):
     async def wait_synced(self, timeout: float) -> None: ...
 
+    async def pane_format(self, socket_path: str, pane_id: str, fmt: str) -> str | None: ...
+
     async def stop(self) -> None: ...
 
 
@@ -369,6 +372,8 @@ async def _run(
     status = 0
     try:
         watcher = await start_watcher(hub, config)
+        # Costs nothing until a wait or an activity stream names a pane.
+        hub.activity = ActivityWatcher(hub, watcher)
         await watcher.wait_synced(FIRST_SYNC_WAIT)
         await runner.setup()
         backlog = listen_backlog()
@@ -392,6 +397,8 @@ async def _run(
         stopping = [runner.cleanup()]
         if watcher is not None:
             stopping.append(watcher.stop())
+        if hub.activity is not None:
+            stopping.append(hub.activity.close())
         try:
             async with asyncio.timeout(STOP_BUDGET - 0.2):
                 results = await asyncio.gather(*stopping, return_exceptions=True)

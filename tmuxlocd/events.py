@@ -12,6 +12,7 @@ from typing import Literal, get_args
 
 import msgspec
 
+from tmuxlocd.activity import Activity
 from tmuxlocd.location import Location, ServerRef, changed_fields, sort_pane_ids
 
 
@@ -39,6 +40,16 @@ class PaneRemoved(_Event, frozen=True, kw_only=True, tag="pane.removed"):
     last: Location
 
 
+class PaneActivity(_Event, frozen=True, kw_only=True, tag="pane.activity"):
+    """A watched pane turned busy or idle, changed command, or died (spec "Pane activity").
+    Only streams that ask for it with ``types=`` get it."""
+
+    location: Location  # with the pane's activity filled in (``after``)
+    before: Activity
+    after: Activity
+    changed: tuple[str, ...]
+
+
 class ServerUp(_Event, frozen=True, kw_only=True, tag="server.up"):
     server: ServerRef
 
@@ -55,12 +66,17 @@ class Lagged(_Event, frozen=True, kw_only=True, tag="lagged"):
     pass
 
 
-ChangeEvent = PaneAdded | PaneChanged | PaneRemoved | ServerUp | ServerDown
+ChangeEvent = PaneAdded | PaneChanged | PaneRemoved | ServerUp | ServerDown | PaneActivity
 Event = SnapshotEvent | ChangeEvent | Reset | Lagged
 
 # Types a client may name in ?types= (change events only; SPEC §5).
 ChangeType = Literal["pane.added", "pane.changed", "pane.removed", "server.up", "server.down"]
 CHANGE_TYPES: frozenset[str] = frozenset(get_args(ChangeType))
+# Types a stream gets only when it names them (a stream without ``types=`` is told of
+# locations only, as before activity existed).
+ActivityType = Literal["pane.activity"]
+ACTIVITY_TYPES: frozenset[str] = frozenset(get_args(ActivityType))
+STREAM_TYPES: frozenset[str] = CHANGE_TYPES | ACTIVITY_TYPES
 
 HEARTBEAT_JSON = b'{"type":"heartbeat"}'
 

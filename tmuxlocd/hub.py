@@ -19,7 +19,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from tmuxlocd.errors import SyncFailed
 from tmuxlocd.events import (
@@ -37,6 +37,9 @@ from tmuxlocd.events import (
 from tmuxlocd.journal import RING_SIZE, Journal, Published
 from tmuxlocd.location import Location, LocationBuilder, ServerRef
 from tmuxlocd.model import ServerState
+
+if TYPE_CHECKING:  # it imports this module
+    from tmuxlocd.activity_watch import ActivityWatcher
 
 ObserverStatus = Literal["attached", "down", "error"]
 
@@ -131,6 +134,8 @@ class Hub:
         self._by_rdev: dict[int, list[tuple[str, str]]] | None = None
         # None until the daemon attaches its watcher: a hub alone has nothing to re-read.
         self.syncer: Syncer | None = None
+        # The pane activity watcher (tmuxlocd.activity_watch), once the daemon made one.
+        self.activity: ActivityWatcher | None = None
 
     # ------------------------------------------------------------------ ids
 

@@ -13,9 +13,12 @@ from collections import deque
 
 import msgspec
 
-from tmuxlocd.events import ChangeEvent, Event, Lagged, Reset, encoder
+from tmuxlocd.events import ChangeEvent, Event, Lagged, PaneActivity, Reset, encoder
 
 RING_SIZE = 16_384  # the spec asks for at least 10,000 events of history
+# pane.activity events are kept in a ring of their own, so that a busy pane's many starts and
+# ends never push out the location events a stream without activity resumes from.
+ACTIVITY_RING_SIZE = 4_096
 
 
 class Published(msgspec.Struct, frozen=True):
@@ -29,6 +32,7 @@ class Journal:
         self.instance = instance
         self.seq = 0
         self.ring: deque[Published] = deque(maxlen=ring_size)
+        self.activity_ring: deque[Published] = deque(maxlen=ACTIVITY_RING_SIZE)
 
     def event_id(self, seq: int | None = None) -> str:
         return f"{self.instance}:{self.seq if seq is None else seq}"
@@ -55,15 +59,25 @@ class Journal:
             self.seq += 1
             stamped = msgspec.structs.replace(event, id=self.event_id(), time=now)
             item = Published(self.seq, stamped, encoder.encode(stamped))
-            self.ring.append(item)
+            if isinstance(stamped, PaneActivity):
+                self.activity_ring.append(item)
+            else:
+                self.ring.append(item)
             out.append(item)
         return out
 
     def since(self, seq: int) -> list[Published]:
-        return [item for item in self.ring if item.seq > seq]
+        later = [item for item in self.ring if item.seq > seq]
+        if not self.activity_ring or self.activity_ring[-1].seq <= seq:
+            return later
+        return sorted(later + [i for i in self.activity_ring if i.seq > seq], key=_seq)
 
     def marker(self, kind: str, now: float) -> Reset | Lagged:
         """``reset`` or ``lagged``: carries the id of the last event published before it, so
         that resuming from the snapshot that follows replays exactly the later changes."""
         cls = Reset if kind == "reset" else Lagged
         return cls(id=self.event_id(), time=now)
+
+
+def _seq(item: Published) -> int:
+    return item.seq

@@ -38,7 +38,7 @@ class WindowRef(msgspec.Struct, frozen=True, kw_only=True):
     layout: str
 
 
-class PaneRef(msgspec.Struct, frozen=True, kw_only=True):
+class PaneRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     id: str
     index: int
     active: bool
@@ -48,6 +48,16 @@ class PaneRef(msgspec.Struct, frozen=True, kw_only=True):
     top: int
     width: int
     height: int
+    # Pane activity (spec "Pane activity").  Left out of the JSON at their defaults, so a
+    # Location of a live pane is what it was before they existed.  ``dead`` comes from
+    # tmux's re-reads; the others are filled only in answers about activity (waits,
+    # pane.activity events, the tree, list_panes): the hub's Locations keep the defaults,
+    # so change detection, ETags and the text form never see a command start or end.
+    command: str = ""
+    busy: bool | None = None
+    dead: bool = False
+    exit_status: int | None = None
+    exit_signal: int | None = None
 
 
 class Neighbors(msgspec.Struct, frozen=True, kw_only=True):
@@ -144,6 +154,7 @@ def window_locations(
                 top=pane.top,
                 width=pane.width,
                 height=pane.height,
+                dead=pane.dead,
             ),
             neighbors=table.get(pane.id, NO_NEIGHBORS),
             links=others,

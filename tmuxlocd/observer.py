@@ -627,6 +627,21 @@ class ServerObserver:
     def state(self) -> ServerState:
         return self.mirror.state()
 
+    async def pane_format(self, pane_id: str, fmt: str) -> str | None:
+        """One format of one pane, over the control client (the activity watcher asks for a
+        dead pane's exit status this way); None when there is no client or tmux refused."""
+        client = self.client
+        if client is None or client.closed.is_set():
+            return None
+        argv = self.mirror.spell(("display-message", "-p", "-t", pane_id, fmt))
+        try:
+            (reply,) = await client.run(argv)
+        except (TmuxUnavailable, CommandTimeout):
+            return None
+        if not reply.ok:
+            return None
+        return reply.lines[0] if reply.lines else ""
+
 
 def parse_probe(lines: list[str]) -> list[tuple[str, int]]:
     """The rows of ``PROBE_SESSIONS``: (session id, clients attached)."""
@@ -720,6 +735,11 @@ class Watcher:
     def notify(self, server: str | None = None) -> None:
         for observer in self._select(server):
             observer.mark(structure=True)
+
+    async def pane_format(self, socket_path: str, pane_id: str, fmt: str) -> str | None:
+        """(activity_watch.PaneReader) one format of one pane of a watched server."""
+        observer = self.observers.get(socket_path)
+        return None if observer is None else await observer.pane_format(pane_id, fmt)
 
     async def wait_synced(self, timeout: float) -> None:
         async def each(o: ServerObserver) -> None:

@@ -16,6 +16,7 @@ import msgspec
 
 from tmuxlocd.events import (
     Event,
+    PaneActivity,
     PaneAdded,
     PaneChanged,
     PaneRemoved,
@@ -221,7 +222,7 @@ class StreamCore:
         match event:
             case ServerUp(server=ref) | ServerDown(server=ref):
                 return self.selection.server is None or ref.socket_path == self.selection.server
-            case PaneAdded(location=loc) | PaneRemoved(last=loc):
+            case PaneAdded(location=loc) | PaneRemoved(last=loc) | PaneActivity(location=loc):
                 return self.selection.matches(loc)
             case PaneChanged(location=loc, changed=changed):
                 if self.selection.matches(loc):

@@ -16,6 +16,7 @@ import msgspec
 from aiohttp import web
 
 from tmuxlocd.api.context import Context, Settings
+from tmuxlocd.api import waits
 from tmuxlocd.api.errors import MAX_BODY, ApiError, error_response, http_error
 from tmuxlocd.api.route import Route
 from tmuxlocd.api.routes import ROUTES
@@ -78,6 +79,7 @@ async def _end_streams(ctx: Context) -> None:
     # Long-lived responses must end here, or a graceful stop waits out its whole timeout.
     for stream in list(ctx.streams):
         stream.close()
+    waits.end_waits(ctx)  # each pending wait is answered 503 daemon_stopping
 
 
 def _bind(ctx: Context, route: Route[Any]) -> Handler:

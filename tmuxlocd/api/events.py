@@ -17,7 +17,8 @@ from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError
 from tmuxlocd.api.lookup import Lookup
 from tmuxlocd.api.params import EventsQuery
-from tmuxlocd.events import CHANGE_TYPES, HEARTBEAT_JSON
+from tmuxlocd.api.waits import activity_interest
+from tmuxlocd.events import ACTIVITY_TYPES, CHANGE_TYPES, HEARTBEAT_JSON
 from tmuxlocd.hub import Published, Subscriber
 from tmuxlocd.queries import Selection
 from tmuxlocd.streams import SSE_HEARTBEAT, StreamCore, StreamFormat
@@ -169,10 +170,13 @@ async def get_events(ctx: Context, request: web.Request, q: EventsQuery) -> web.
             f"at most {settings.max_streams} streams at once",
             {"Retry-After": "1"},
         )
+    types = CHANGE_TYPES if q.types is None else q.types
+    if fmt == "text":  # the text form is of locations: activity never changes it
+        types = types - ACTIVITY_TYPES
     stream = Stream(
         ctx,
         selection,
-        CHANGE_TYPES if q.types is None else q.types,
+        types,
         fmt,
         interval=q.min_interval_ms / 1000 if q.min_interval_ms else None,
         turn=q.turn,
@@ -180,6 +184,7 @@ async def get_events(ctx: Context, request: web.Request, q: EventsQuery) -> web.
     )
     ctx.streams.add(stream)
     try:
-        return await stream.run(request, resume, reset=since is not None and resume is None)
+        with activity_interest(ctx, selection, types):
+            return await stream.run(request, resume, reset=since is not None and resume is None)
     finally:
         ctx.streams.discard(stream)

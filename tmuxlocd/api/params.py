@@ -33,7 +33,8 @@ import msgspec
 from msgspec import Meta
 
 from tmuxlocd.api.errors import ApiError
-from tmuxlocd.events import CHANGE_TYPES, ChangeType
+from tmuxlocd.activity import Until
+from tmuxlocd.events import STREAM_TYPES, ActivityType, ChangeType
 from tmuxlocd.layout import Direction
 
 LIMIT_DEFAULT = 100
@@ -97,9 +98,26 @@ def _target(name: str, value: str) -> str:
 def _types(name: str, value: str) -> frozenset[str]:
     names = [t.strip() for t in value.split(",") if t.strip()]
     for each in names:
-        if each not in CHANGE_TYPES:
-            bad(name, each, "a comma list of " + ", ".join(sorted(CHANGE_TYPES)))
+        if each not in STREAM_TYPES:
+            bad(name, each, "a comma list of " + ", ".join(sorted(STREAM_TYPES)))
     return frozenset(names)
+
+
+WAIT_DEFAULT_S = 300.0
+WAIT_MAX_S = 3600.0
+
+
+def _seconds(name: str, value: str) -> float:
+    # Decimal ASCII only (float() would take "nan", "1e3" and other scripts' digits).
+    head, _, tail = value.partition(".")
+    if not (
+        value.isascii() and head.isdigit() and (not tail or tail.isdigit()) and len(value) < 16
+    ):
+        bad(name, value, f"a number of seconds from 0 to {WAIT_MAX_S:g}")
+    seconds = float(value)
+    if seconds > WAIT_MAX_S:
+        bad(name, value, f"a number of seconds from 0 to {WAIT_MAX_S:g}")
+    return seconds
 
 
 def _pane_id(_name: str, value: str) -> str:
@@ -153,9 +171,11 @@ Target = Annotated[
     str, Meta(description="the hook's pane, window or session id", extra={"decode": _target})
 ]
 ChangeTypes = Annotated[
-    frozenset[ChangeType],
+    frozenset[ChangeType | ActivityType],
     Meta(
-        description="comma list of the change types to send (default all)", extra={"decode": _types}
+        description="comma list of the event types to send (default: every type but "
+        "pane.activity, which a stream gets only when it names it)",
+        extra={"decode": _types},
     ),
 ]
 Turn = Annotated[
@@ -163,6 +183,9 @@ Turn = Annotated[
 ]
 Flag = Annotated[bool, Meta(description="1, true, yes, on (or empty); 0, false, no, off")]
 Fresh = Annotated[bool, Meta(description="re-sync first, as POST /v1/sync")]
+WithActivity = Annotated[
+    bool, Meta(description="fill in each pane's command and busy, read now (/proc)")
+]
 Accept = Annotated[
     Literal["ancestor"],
     Meta(description="ancestor: take the pane of the nearest ancestor with a tty as self"),
@@ -210,6 +233,7 @@ class PanesQuery(Query, frozen=True, kw_only=True):
     limit: Annotated[int, Meta(ge=0, le=LIMIT_MAX)] = LIMIT_DEFAULT
     offset: Annotated[int, Meta(ge=0, le=_BIG)] = 0
     detail: Literal["full", "summary"] | None = None
+    activity: WithActivity = False
     fresh: Fresh = False
     server: Server | None = None
     window: WindowId | None = None
@@ -229,6 +253,7 @@ class NeighborsQuery(Query, frozen=True, kw_only=True):
 class TreeQuery(Query, frozen=True, kw_only=True):
     accept: Accept | None = None
     format: JsonOnly | None = None
+    activity: WithActivity = False
     fresh: Fresh = False
     server: Server | None = None
 
@@ -270,6 +295,23 @@ class EventsQuery(Query, frozen=True, kw_only=True):
     since: Annotated[str, Meta(description="resume after this event id (or Last-Event-ID)")] | (
         None
     ) = None
+
+
+class WaitQuery(Query, frozen=True, kw_only=True):
+    path_params = ("pane",)
+    accept: Accept | None = None
+    until: Until = "idle"
+    timeout_s: Annotated[
+        float,
+        Meta(
+            ge=0,
+            le=WAIT_MAX_S,
+            description=f"give up after this many seconds (default {WAIT_DEFAULT_S:g})",
+            extra={"decode": _seconds},
+        ),
+    ] = WAIT_DEFAULT_S
+    pane: PaneId
+    server: Server | None = None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,6 +404,7 @@ __all__ = [
     "SelfQuery",
     "SyncQuery",
     "TreeQuery",
+    "WaitQuery",
     "bad",
     "parse_id",
 ]

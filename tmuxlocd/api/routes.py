@@ -14,8 +14,9 @@ from tmuxlocd.answers import (
     SelfAnswer,
     SyncAnswer,
     Tree,
+    WaitAnswer,
 )
-from tmuxlocd.api import events, views
+from tmuxlocd.api import events, views, waits
 from tmuxlocd.api.params import (
     EventsQuery,
     HealthQuery,
@@ -28,6 +29,7 @@ from tmuxlocd.api.params import (
     SelfQuery,
     SyncQuery,
     TreeQuery,
+    WaitQuery,
 )
 from tmuxlocd.api.route import Reply, Route
 from tmuxlocd.events import Event
@@ -70,6 +72,17 @@ ROUTES: tuple[Route[Any], ...] = (
         (Reply(200, "the Location", Location, text=True),),
         errors=(404, 409, 503),
         etag=True,
+    ),
+    Route(
+        "GET",
+        "/v1/panes/{pane}/wait",
+        waits.get_wait,
+        WaitQuery,
+        "Wait until a pane is idle, busy, has exited or changed activity (a long-poll: at "
+        "once if already true; timeout and a pane gone are outcomes of their own)",
+        (Reply(200, "how the wait ended", WaitAnswer),),
+        errors=(404, 409, 503),
+        allow_head=False,
     ),
     Route(
         "GET",

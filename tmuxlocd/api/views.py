@@ -21,7 +21,7 @@ from tmuxlocd.answers import (
     SyncAnswer,
     summary_of,
 )
-from tmuxlocd.api import openapi
+from tmuxlocd.api import openapi, waits
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import sync_failed
 from tmuxlocd.api.lookup import Lookup
@@ -71,9 +71,11 @@ async def get_panes(ctx: Context, request: web.Request, q: PanesQuery) -> web.St
     await look.fresh(q.fresh)
     matched = queries.select(ctx.hub, look.selection(window=q.window, session=q.session))
     page = matched[q.offset : q.offset + q.limit]
+    if q.activity:
+        page = waits.filled(ctx, page)
     truncated = q.offset + len(page) < len(matched)
     if q.detail == "summary":
-        summaries = tuple(summary_of(loc) for loc in page)
+        summaries = tuple(summary_of(loc, with_activity=q.activity) for loc in page)
         return json_answer(
             request, PaneSummaryList(panes=summaries, total=len(matched), truncated=truncated)
         )
@@ -94,7 +96,8 @@ async def get_neighbors(
 async def get_tree(ctx: Context, request: web.Request, q: TreeQuery) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
     await look.fresh(q.fresh)
-    return json_answer(request, queries.tree(ctx.hub, look.server()))
+    tree = queries.tree(ctx.hub, look.server())
+    return json_answer(request, waits.filled_tree(ctx, tree) if q.activity else tree)
 
 
 async def get_health(ctx: Context, request: web.Request, q: HealthQuery) -> web.StreamResponse:

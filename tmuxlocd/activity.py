@@ -1,0 +1,188 @@
+"""What a pane is running (spec "Pane activity"): /proc text in, decisions out.
+
+Pure.  The shell (tmuxlocd.activity_watch) reads ``/proc/<pid>/stat`` and
+``/proc/<pid>/cmdline`` of the panes someone watches and hands the text here; this module
+says what the pane is running (``command``, as tmux's ``pane_current_command`` would give
+it), whether a job holds the terminal (``busy``), what changed, and whether a wait's
+condition is met.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import msgspec
+
+Until = Literal["idle", "busy", "exit", "change"]
+UNTILS: tuple[str, ...] = get_args(Until)
+Outcome = Literal["idle", "busy", "exit", "change", "timeout", "gone"]
+
+
+class ProcStat(msgspec.Struct, frozen=True, kw_only=True):
+    """The fields of ``/proc/<pid>/stat`` that matter here (proc(5) numbering)."""
+
+    pid: int
+    comm: str  # (2), between the first '(' and the LAST ')': it may hold both
+    state: str  # (3)
+    pgrp: int  # (5)
+    tpgid: int  # (8): the foreground process group of the controlling terminal, -1 if none
+
+
+def parse_stat(text: str) -> ProcStat | None:
+    """A ``/proc/<pid>/stat`` line, or None when it is not one.
+
+    The command name may contain spaces and parentheses (a process can name itself
+    ``a) b (c``), so the fixed fields are the ones after the last ``)``."""
+    head, sep, tail = text.rpartition(")")
+    if not sep:
+        return None
+    pid_text, paren, comm = head.partition(" (")
+    fields = tail.split()
+    if not paren or len(fields) < 6:
+        return None
+    try:
+        return ProcStat(
+            pid=int(pid_text),
+            comm=comm,
+            state=fields[0],
+            pgrp=int(fields[2]),
+            tpgid=int(fields[5]),
+        )
+    except ValueError:
+        return None
+
+
+def window_name(cmd: str) -> str:
+    """tmux's ``parse_window_name`` (names.c): what ``pane_current_command`` shows of an
+    argv[0] -- no quotes, no leading ``exec``/spaces/dashes (login shells are ``-bash``),
+    the first word, trailing non-printables cut, the basename of an absolute path."""
+    name = cmd[1:] if cmd.startswith('"') else cmd
+    name = name.split('"', 1)[0]
+    name = name.removeprefix("exec ")
+    name = name.lstrip(" -")
+    name = name.split(" ", 1)[0]
+    while len(name) > 1 and not (name[-1].isalnum() or _ispunct(name[-1])):
+        name = name[:-1]
+    if name.startswith("/"):
+        name = name.rstrip("/").rsplit("/", 1)[-1] or "/"
+    return name
+
+
+def _ispunct(ch: str) -> bool:
+    return ch.isascii() and ch.isprintable() and not ch.isalnum() and ch != " "
+
+
+def command_of(cmdline: bytes | None, comm: str | None) -> str:
+    """The command name from a process's cmdline (argv[0], as tmux reads it), falling back
+    to its comm when the cmdline is empty (a zombie, a kernel thread) or unreadable."""
+    if cmdline:
+        argv0 = cmdline.split(b"\0", 1)[0].decode("utf-8", "replace")
+        if argv0:
+            return window_name(argv0)
+    return comm or ""
+
+
+class Activity(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What one pane is running.  ``busy`` is None when it cannot be known (the pane's
+    process is not readable here: another user, another pid namespace)."""
+
+    command: str = ""
+    busy: bool | None = None
+    dead: bool = False
+    exit_status: int | None = None
+    exit_signal: int | None = None
+
+
+UNKNOWN = Activity()
+
+
+class Reading(msgspec.Struct, frozen=True, kw_only=True):
+    """One read of a pane: its activity and the foreground process group (None: the pane's
+    own process holds the terminal, or it is unknown), whose end the shell waits for."""
+
+    activity: Activity
+    foreground: int | None
+
+
+def decide(
+    pane_pid: int,
+    pane_stat: ProcStat | None,
+    fg_cmdline: bytes | None,
+    fg_comm: str | None,
+) -> Reading:
+    """A pane's activity from its process's stat and the cmdline of the group in front.
+
+    ``fg_cmdline``/``fg_comm`` are of the foreground group's leader when busy, of the
+    pane's own process otherwise (the caller reads the one ``pane_stat`` names)."""
+    if pane_stat is None:
+        return Reading(activity=UNKNOWN, foreground=None)
+    command = command_of(fg_cmdline, fg_comm)
+    fg = pane_stat.tpgid
+    if fg <= 0 or fg == pane_pid:
+        return Reading(activity=Activity(command=command, busy=False), foreground=None)
+    return Reading(activity=Activity(command=command, busy=True), foreground=fg)
+
+
+def foreground_pid(pane_pid: int, pane_stat: ProcStat | None) -> int:
+    """Whose cmdline names the command: the foreground group's leader, else the pane's."""
+    if pane_stat is None or pane_stat.tpgid <= 0:
+        return pane_pid
+    return pane_stat.tpgid
+
+
+def dead_activity(before: Activity, status: int | None, signal: int | None) -> Activity:
+    """A pane whose process ended (remain-on-exit): nothing is in front any more."""
+    return Activity(
+        command=before.command, busy=False, dead=True, exit_status=status, exit_signal=signal
+    )
+
+
+def parse_dead(text: str) -> tuple[bool, int | None, int | None] | None:
+    """tmux's ``#{pane_dead} #{pane_dead_status} #{pane_dead_signal}`` (3.2 has no
+    pane_dead_signal: it expands empty) -> (dead, status, signal); None if malformed."""
+    parts = text.strip().split(" ")
+    if not parts or parts[0] not in ("0", "1"):
+        return None
+    values: list[int | None] = []
+    for part in (parts + ["", ""])[1:3]:
+        if part == "":
+            values.append(None)
+        elif part.lstrip("-").isdigit():
+            values.append(int(part))
+        else:
+            return None
+    return parts[0] == "1", values[0], values[1]
+
+
+def changed(before: Activity, after: Activity) -> tuple[str, ...]:
+    """The fields that differ, as ``pane.<field>`` (the names a Location would use)."""
+    return tuple(
+        f"pane.{name}"
+        for name in before.__struct_fields__
+        if getattr(before, name) != getattr(after, name)
+    )
+
+
+def outcome(until: Until, before: Activity, now: Activity) -> Outcome | None:
+    """Whether a wait for ``until`` (begun at ``before``) is over at ``now``, and how.
+
+    A pane whose process ended is over for every condition: ``exit`` (met for exit, idle
+    and change; for busy it never will be)."""
+    if now.dead:
+        return "exit"
+    match until:
+        case "idle":
+            return "idle" if now.busy is False else None
+        case "busy":
+            return "busy" if now.busy is True else None
+        case "change":
+            return "change" if changed(before, now) else None
+        case _:
+            return None
+
+
+def met(until: Until, result: Outcome) -> bool:
+    """Whether an outcome is what the wait asked for."""
+    if result == until:
+        return True
+    return result == "exit" and until in ("idle", "change")
