@@ -56,7 +56,7 @@ def window_name(cmd: str) -> str:
     """tmux's ``parse_window_name`` (names.c): what ``pane_current_command`` shows of an
     argv[0] -- no quotes, no leading ``exec``/spaces/dashes (login shells are ``-bash``),
     the first word, trailing non-printables cut, the basename of an absolute path."""
-    name = cmd[1:] if cmd.startswith('"') else cmd
+    name = cmd.removeprefix('"')
     name = name.split('"', 1)[0]
     name = name.removeprefix("exec ")
     name = name.lstrip(" -")
@@ -144,7 +144,7 @@ def parse_dead(text: str) -> tuple[bool, int | None, int | None] | None:
     if not parts or parts[0] not in ("0", "1"):
         return None
     values: list[int | None] = []
-    for part in (parts + ["", ""])[1:3]:
+    for part in [*parts, "", ""][1:3]:
         if part == "":
             values.append(None)
         elif part.lstrip("-").isdigit():

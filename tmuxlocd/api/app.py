@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from tmuxlocd.api.context import Context, Settings
 from tmuxlocd.api import waits
+from tmuxlocd.api.context import Context, Settings
 from tmuxlocd.api.errors import MAX_BODY, ApiError, error_response, http_error
 from tmuxlocd.api.route import Route
 from tmuxlocd.api.routes import ROUTES

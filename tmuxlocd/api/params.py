@@ -32,8 +32,8 @@ from typing import (
 import msgspec
 from msgspec import Meta
 
-from tmuxlocd.api.errors import ApiError
 from tmuxlocd.activity import Until
+from tmuxlocd.api.errors import ApiError
 from tmuxlocd.events import STREAM_TYPES, ActivityType, ChangeType
 from tmuxlocd.layout import Direction
 
