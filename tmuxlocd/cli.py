@@ -411,6 +411,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_tree)
 
     p = sub.add_parser(
+        "wait",
+        help="wait until a pane's command finishes (or starts, exits, changes)",
+        description="Block until PANE is idle (its shell has the terminal back), busy, "
+        "exited, or its activity changed; at once if it already is.  Exit status: 0 met, "
+        "1 timeout (or a daemon error), 2 usage, 3 the pane is gone (killed, its window or "
+        "server gone), 4 the pane exited while waiting for busy.  --json prints the answer.",
+    )
+    p.add_argument("pane", help="self, %%N or N")
+    p.add_argument("--until", choices=("idle", "busy", "exit", "change"), default="idle")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds (default 300)")
+    p.add_argument("--server", metavar="PATH", help="the server, if the id is on several")
+    p.add_argument("--json", action="store_true", help="print the JSON answer")
+    p.set_defaults(run=cmd_wait)
+
+    p = sub.add_parser(
         "notify",
         help="tell the daemon tmux changed (for hooks; silent, always exits 0)",
         description="Tell the daemon that something changed in tmux, so that it re-syncs.  "
@@ -798,9 +813,40 @@ def cmd_sync(ns: argparse.Namespace) -> int:
     return _run_client(run)
 
 
+EXIT_TIMEOUT = 1
+EXIT_GONE = 3
+EXIT_NOT_MET = 4
+
+
+def cmd_wait(ns: argparse.Namespace) -> int:
+    def run(client: Client) -> int:
+        answer = client.wait(ns.pane, ns.until, timeout_s=ns.timeout, server=ns.server)
+        if ns.json:
+            import msgspec
+
+            sys.stdout.buffer.write(msgspec.json.encode(answer) + b"\n")
+        else:
+            act = answer.activity
+            status = "" if act.exit_status is None else f" status {act.exit_status}"
+            why = f" ({answer.reason})" if answer.reason else ""
+            print(f"{answer.outcome}{status} after {answer.waited_ms / 1000:.3f} s{why}")
+        if answer.met:
+            return EXIT_OK
+        if answer.outcome == "timeout":
+            return EXIT_TIMEOUT
+        if answer.outcome == "gone":
+            return EXIT_GONE
+        return EXIT_NOT_MET
+
+    if ns.timeout is not None and not 0 <= ns.timeout <= 3600:
+        _err("--timeout must be from 0 to 3600 seconds")
+        return EXIT_USAGE
+    return _run_client(run)
+
+
 def cmd_tree(ns: argparse.Namespace) -> int:
     def run(client: Client) -> int:
-        tree = client.tree()
+        tree = client.tree(activity=True)
         if ns.json:
             import msgspec
 
@@ -835,8 +881,19 @@ def tree_lines(tree: Tree, mark: tuple[str, str] | None) -> list[str]:
                     lines.append(
                         f"     {star}pane {pane.id} {pane.index} "
                         f"{pane.width}x{pane.height}+{pane.left}+{pane.top} {pane.tty}{active}"
+                        f"{_activity_words(pane.command, pane.busy, pane.dead, pane.exit_status)}"
                     )
     return lines
+
+
+def _activity_words(command: str, busy: bool | None, dead: bool, status: int | None) -> str:
+    """`` sleep busy`` / `` sh idle`` / `` dead (exit 3)``; nothing when nothing is known."""
+    if dead:
+        return " dead" + (f" (exit {status})" if status is not None else "")
+    if not command and busy is None:
+        return ""
+    state = {True: "busy", False: "idle", None: "?"}[busy]
+    return f" {_quote(command)} {state}" if command else f" {state}"
 
 
 def cmd_notify(ns: argparse.Namespace) -> int:

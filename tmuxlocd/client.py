@@ -25,6 +25,7 @@ import time
 from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import TYPE_CHECKING, Literal, Self, TypeVar, overload
 
+from tmuxlocd.activity import Activity, Until
 from tmuxlocd.answers import (
     Caller,
     DirectionNeighbors,
@@ -39,6 +40,7 @@ from tmuxlocd.answers import (
     TreeServer,
     TreeSession,
     TreeWindow,
+    WaitAnswer,
 )
 
 # Besides what the transports use, the core's names that code written against the one-module
@@ -76,6 +78,7 @@ from tmuxlocd.client_core import (  # noqa: F401
     pane_ref,
     reason_of,
     session_ref,
+    wait_read_timeout,
     window_ref,
 )
 from tmuxlocd.events import Event
@@ -86,6 +89,7 @@ if TYPE_CHECKING:
     import aiohttp
 
 __all__ = [
+    "Activity",
     "AsyncClient",
     "Caller",
     "Client",
@@ -105,6 +109,7 @@ __all__ = [
     "TreeServer",
     "TreeSession",
     "TreeWindow",
+    "WaitAnswer",
     "socket_path",
 ]
 
@@ -242,6 +247,7 @@ class Client(_Settings):
         limit: int | None = ...,
         offset: int | None = ...,
         server: str | None = ...,
+        activity: bool = ...,
     ) -> PaneList: ...
     @overload
     def panes(
@@ -252,6 +258,7 @@ class Client(_Settings):
         limit: int | None = ...,
         offset: int | None = ...,
         server: str | None = ...,
+        activity: bool = ...,
     ) -> PaneSummaryList: ...
     def panes(
         self,
@@ -261,11 +268,36 @@ class Client(_Settings):
         limit: int | None = None,
         offset: int | None = None,
         server: str | None = None,
+        activity: bool = False,
     ) -> PaneList | PaneSummaryList:
-        return self._call(self._core.panes(scope, detail, limit, offset, server))
+        return self._call(self._core.panes(scope, detail, limit, offset, server, activity))
 
-    def tree(self) -> Tree:
-        return self._call(self._core.tree())
+    def tree(self, *, activity: bool = False) -> Tree:
+        """Every server, session, window and pane; ``activity``: each pane's command and
+        busy filled in, read now."""
+        return self._call(self._core.tree(activity))
+
+    def wait(
+        self,
+        pane: str = "self",
+        until: Until = "idle",
+        *,
+        timeout_s: float | None = None,
+        server: str | None = None,
+    ) -> WaitAnswer:
+        """Block until the pane is ``until`` (idle, busy, exit, change), it goes, or
+        ``timeout_s`` passes (default the daemon's, 300 s): the answer says which."""
+        call = self._core.wait(pane, until, timeout_s, server)
+        conn = UnixHTTPConnection(self.path, wait_read_timeout(timeout_s))
+        try:
+            conn.request(call.request.method, call.request.url, headers=self._core.headers(call))
+            resp = conn.getresponse()
+            body = resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise DaemonUnavailable(self.path, reason_of(exc)) from None
+        finally:
+            conn.close()
+        return self._core.answer(call, resp.status, None, body)
 
     def health(self) -> Health:
         return self._call(self._core.health())
@@ -432,6 +464,7 @@ class AsyncClient(_Settings):
         limit: int | None = ...,
         offset: int | None = ...,
         server: str | None = ...,
+        activity: bool = ...,
     ) -> PaneList: ...
     @overload
     async def panes(
@@ -442,6 +475,7 @@ class AsyncClient(_Settings):
         limit: int | None = ...,
         offset: int | None = ...,
         server: str | None = ...,
+        activity: bool = ...,
     ) -> PaneSummaryList: ...
     async def panes(
         self,
@@ -451,11 +485,37 @@ class AsyncClient(_Settings):
         limit: int | None = None,
         offset: int | None = None,
         server: str | None = None,
+        activity: bool = False,
     ) -> PaneList | PaneSummaryList:
-        return await self._call(self._core.panes(scope, detail, limit, offset, server))
+        return await self._call(self._core.panes(scope, detail, limit, offset, server, activity))
 
-    async def tree(self) -> Tree:
-        return await self._call(self._core.tree())
+    async def tree(self, *, activity: bool = False) -> Tree:
+        return await self._call(self._core.tree(activity))
+
+    async def wait(
+        self,
+        pane: str = "self",
+        until: Until = "idle",
+        *,
+        timeout_s: float | None = None,
+        server: str | None = None,
+    ) -> WaitAnswer:
+        """As ``Client.wait``; cancelling it hangs up, which ends the wait in the daemon."""
+        import aiohttp
+
+        call = self._core.wait(pane, until, timeout_s, server)
+        req = call.request
+        try:
+            async with self._http().request(
+                req.method,
+                "http://localhost" + req.url,
+                headers=self._core.headers(call),
+                timeout=aiohttp.ClientTimeout(total=wait_read_timeout(timeout_s)),
+            ) as resp:
+                status, body = resp.status, await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise DaemonUnavailable(self.path, reason_of(exc)) from None
+        return self._core.answer(call, status, None, body)
 
     async def health(self) -> Health:
         return await self._call(self._core.health())

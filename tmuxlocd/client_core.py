@@ -31,6 +31,7 @@ from tmuxlocd.answers import (
     ServerFailure,
     SyncAnswer,
     Tree,
+    WaitAnswer,
 )
 from tmuxlocd.cli import id_number, notify_target, query_string, self_target
 from tmuxlocd.errors import TmuxlocdError
@@ -226,10 +227,13 @@ def _panes_request(
     offset: int | None,
     server: str | None,
     accept_ancestor: bool,
+    activity: bool = False,
 ) -> _Request:
     params = _scope_params(scope)
     if server is not None:
         params["server"] = server
+    if activity:
+        params["activity"] = True
     params.update(
         {"detail": "summary" if detail == "summary" else None, "limit": limit, "offset": offset}
     )
@@ -271,6 +275,14 @@ def _events_url(
 
 class _Accepted(msgspec.Struct, frozen=True):
     accepted: bool = True
+
+
+WAIT_DEFAULT_S = 300.0
+WAIT_SLACK_S = 10.0  # the answer of a wait that timed out still has to arrive
+
+
+def wait_read_timeout(timeout_s: float | None) -> float:
+    return (WAIT_DEFAULT_S if timeout_s is None else timeout_s) + WAIT_SLACK_S
 
 
 def _json(type_: type[T]) -> Callable[[int, bytes], T]:
@@ -403,6 +415,7 @@ class ClientCore:
         limit: int | None,
         offset: int | None,
         server: str | None,
+        activity: bool = False,
     ) -> Call[PaneList]: ...
     @overload
     def panes(
@@ -412,6 +425,7 @@ class ClientCore:
         limit: int | None,
         offset: int | None,
         server: str | None,
+        activity: bool = False,
     ) -> Call[PaneSummaryList]: ...
     @overload
     def panes(
@@ -421,6 +435,7 @@ class ClientCore:
         limit: int | None,
         offset: int | None,
         server: str | None,
+        activity: bool = False,
     ) -> Call[PaneList | PaneSummaryList]: ...
     def panes(
         self,
@@ -429,14 +444,28 @@ class ClientCore:
         limit: int | None,
         offset: int | None,
         server: str | None,
+        activity: bool = False,
     ) -> Call[PaneList | PaneSummaryList]:
-        req = _panes_request(scope, detail, limit, offset, server, self.accept_ancestor)
+        req = _panes_request(scope, detail, limit, offset, server, self.accept_ancestor, activity)
         if detail == "summary":
             return Call(req, _json(PaneSummaryList), revalidate=True)
         return Call(req, _json(PaneList), revalidate=True)
 
-    def tree(self) -> Call[Tree]:
-        return Call(_Request("GET", "/v1/tree"), _json(Tree), revalidate=True)
+    def tree(self, activity: bool = False) -> Call[Tree]:
+        url = _url("/v1/tree", {"activity": activity})
+        return Call(_Request("GET", url), _json(Tree), revalidate=not activity)
+
+    def wait(
+        self, pane: str, until: str, timeout_s: float | None, server: str | None
+    ) -> Call[WaitAnswer]:
+        """``GET /v1/panes/{pane}/wait``: a long-poll (the transport's read timeout must
+        outlast ``timeout_s``: see ``wait_read_timeout``)."""
+        params: dict[str, object | None] = {"until": until, "server": server}
+        if timeout_s is not None:
+            params["timeout_s"] = f"{timeout_s:g}"
+        params.update(_self_params(self.accept_ancestor, pane))
+        url = _url(f"/v1/panes/{pane_ref(pane)}/wait", params)
+        return Call(_Request("GET", url), _json(WaitAnswer))
 
     def health(self) -> Call[Health]:
         return Call(_Request("GET", "/v1/health"), _json(Health), revalidate=True)

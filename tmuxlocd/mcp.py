@@ -27,7 +27,7 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 from mcp import types as mt
@@ -39,6 +39,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from tmuxlocd import __version__, direct, identity, queries
+from tmuxlocd.activity import UNTILS, Until
 from tmuxlocd.answers import summary_of
 from tmuxlocd.cli import id_number
 from tmuxlocd.client import (
@@ -57,6 +58,10 @@ from tmuxlocd.location import Location, text_form
 from tmuxlocd.queries import StaticView
 
 log = logging.getLogger("tmuxlocd.mcp")
+
+# As GET /v1/panes/{pane}/wait's default and bound (tmuxlocd.api.params).
+WAIT_DEFAULT_S = 300.0
+WAIT_MAX_S = 3600.0
 
 SELF_URI = "tmux://self"
 WINDOW_URI = "tmux://self/window"
@@ -163,9 +168,10 @@ TOOLS: tuple[mt.Tool, ...] = (
         description=(
             "The panes of this agent's window (scope=window, the default), its session "
             "(scope=session) or its whole tmux server (scope=server), as JSON. "
-            "detail=summary (default) gives id, index, active, geometry and neighbours per "
-            "pane; detail=full gives whole locations. Prefer the narrowest scope: "
-            "scope=server is large and is never needed for a prompt about panes near you."
+            "detail=summary (default) gives id, index, active, geometry, neighbours and "
+            "activity (command, busy) per pane; detail=full gives whole locations. Prefer "
+            "the narrowest scope: scope=server is large and is never needed for a prompt "
+            "about panes near you."
         ),
         input_schema={
             "type": "object",
@@ -176,6 +182,47 @@ TOOLS: tuple[mt.Tool, ...] = (
             "additionalProperties": False,
         },
         annotations=_READ_ONLY,
+    ),
+    mt.Tool(
+        name="wait_for_pane",
+        title="Wait until a pane's command finishes",
+        description=(
+            'Use this to "tell me when it\'s done", "wait until the tests finish", "let me '
+            'know when the build in the pane below ends": it blocks until the pane is idle '
+            "(its command ended and the shell has the terminal back), busy (a command "
+            "started), exit (the pane's own process ended; exit_status when tmux keeps the "
+            "pane), or change (command or busy changed), and returns the moment it happens, "
+            "at once if it already is. Never poll capture-pane or add `; echo $?` markers for "
+            "this. Answers JSON {outcome, met, activity: {command, busy, dead, exit_status}, "
+            "location, waited_ms}; outcome timeout or gone (the pane was killed, or its "
+            "window or server) is never met. Find the pane first (find_adjacent_panes, "
+            "list_panes)."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "pane": {
+                    "type": "string",
+                    "description": 'the pane: "self" or an id such as %3',
+                },
+                "until": {"type": "string", "enum": list(UNTILS), "default": "idle"},
+                "timeout_s": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": WAIT_MAX_S,
+                    "default": WAIT_DEFAULT_S,
+                    "description": "give up after this many seconds (outcome timeout)",
+                },
+            },
+            "required": ["pane"],
+            "additionalProperties": False,
+        },
+        annotations=mt.ToolAnnotations(
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
     ),
 )
 
@@ -523,13 +570,27 @@ class Shim:
         s = SCOPES[SCOPES.index(scope)]  # typed as Scope
         try:
             if detail == "summary":
-                return _json.encode(await self.client.panes(s, "summary")), True
-            return _json.encode(await self.client.panes(s, "full")), True
+                return _json.encode(await self.client.panes(s, "summary", activity=True)), True
+            return _json.encode(await self.client.panes(s, "full", activity=True)), True
         except DaemonUnavailable:
             d = DETAILS[DETAILS.index(detail)]
             return await asyncio.to_thread(direct_panes, self.accept_ancestor, s, d), False
         except ClientError as exc:
             raise _failure(exc) from None
+
+    async def wait_for_pane(self, pane: str, until: str, timeout_s: object) -> bytes:
+        if until not in UNTILS:
+            raise ToolFailure(f"until must be one of {', '.join(UNTILS)}")
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float):
+            raise ToolFailure("timeout_s must be a number of seconds")
+        if not 0 <= timeout_s <= WAIT_MAX_S:
+            raise ToolFailure(f"timeout_s must be from 0 to {WAIT_MAX_S:g}")
+        u = cast(Until, until)
+        try:
+            answer = await self.client.wait(_pane_id(pane), u, timeout_s=float(timeout_s))
+        except DaemonUnavailable as exc:
+            raise ToolFailure(f"the tmuxlocd daemon is not answering ({exc}); no wait") from None
+        return _json.encode(answer)
 
     async def read(self, uri: str) -> str:
         if uri == SELF_URI:
@@ -570,6 +631,13 @@ class Shim:
                     _arg(args, "scope", "window"), _arg(args, "detail", "summary")
                 )
                 return _result(body.decode("utf-8"), live=live)
+            if params.name == "wait_for_pane":
+                body = await self.wait_for_pane(
+                    _arg(args, "pane", None),
+                    _arg(args, "until", "idle"),
+                    args.get("timeout_s", WAIT_DEFAULT_S),
+                )
+                return _result(body.decode("utf-8"))
         except ToolFailure as exc:
             return mt.CallToolResult(
                 content=[mt.TextContent(type="text", text=str(exc))], is_error=True

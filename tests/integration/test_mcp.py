@@ -229,7 +229,12 @@ def names_pane(text: str, pane: str) -> bool:
 
 def test_tools_resources_and_instructions(basic: tuple[Run, Grid]) -> None:
     run, _ = basic
-    assert [t["name"] for t in run["tools"]] == ["where_am_i", "find_adjacent_panes", "list_panes"]
+    assert [t["name"] for t in run["tools"]] == [
+        "where_am_i",
+        "find_adjacent_panes",
+        "list_panes",
+        "wait_for_pane",
+    ]
     for tool in run["tools"]:
         assert tool["annotations"]["readOnlyHint"] is True
         assert tool["annotations"]["openWorldHint"] is False

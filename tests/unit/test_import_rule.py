@@ -35,8 +35,10 @@ CORE = (
     "spelling",
     "harness",
     "errors",
+    "activity",
 )
 SHELL = (
+    "activity_watch",
     "observer",
     "control",
     "daemon",
