@@ -109,16 +109,22 @@ def decide(
     pane_stat: ProcStat | None,
     fg_cmdline: bytes | None,
     fg_comm: str | None,
-) -> Reading:
+) -> Reading | None:
     """A pane's activity from its process's stat and the cmdline of the group in front.
 
     ``fg_cmdline``/``fg_comm`` are of the foreground group's leader when busy, of the
-    pane's own process otherwise (the caller reads the one ``pane_stat`` names)."""
+    pane's own process otherwise (the caller reads the one ``pane_stat`` names).
+
+    None: the pane is going away -- its process lost its terminal (tpgid -1: tmux closed
+    the pty, as kill-pane does) or is a zombie.  That is no news about its command: what
+    follows is the pane's removal or its death, not "idle"."""
     if pane_stat is None:
         return Reading(activity=UNKNOWN, foreground=None)
+    if pane_stat.tpgid <= 0 or pane_stat.state in ("Z", "X"):
+        return None
     command = command_of(fg_cmdline, fg_comm)
     fg = pane_stat.tpgid
-    if fg <= 0 or fg == pane_pid:
+    if fg == pane_pid:
         return Reading(activity=Activity(command=command, busy=False), foreground=None)
     return Reading(activity=Activity(command=command, busy=True), foreground=fg)
 

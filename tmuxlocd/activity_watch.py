@@ -46,6 +46,7 @@ CHASE_LAST_S = 0.128
 # before it is sent a SIGCHLD, and how long in all before the status is given up as unknown.
 STATUS_GRACE_S = 0.02
 STATUS_GIVE_UP_S = 1.0
+DEAD_KEPT = 1024
 DEAD_FORMAT = "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"
 
 Key = tuple[str, str]  # (socket path, pane id)
@@ -89,7 +90,7 @@ def read_file(path: str) -> bytes | None:
         os.close(fd)
 
 
-def read_pane(pane_pid: int) -> activity.Reading:
+def read_pane(pane_pid: int) -> activity.Reading | None:
     """One pane's activity from /proc (two small reads)."""
     if pane_pid <= 0:
         return activity.Reading(activity=activity.UNKNOWN, foreground=None)
@@ -174,6 +175,9 @@ class ActivityWatcher:
         self._tick: asyncio.Task[None] | None = None
         self._follow: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # The last activity of panes that died (remain-on-exit), by (key, pid): a dead pane's
+        # exit status stays known after its watch ends.  Bounded: oldest first out.
+        self._dead: dict[tuple[Key, int], Activity] = {}
 
     # ------------------------------------------------------------------ what is watched
 
@@ -226,7 +230,9 @@ class ActivityWatcher:
     def _start(self, key: Key, loc: Location) -> _Watch:
         watch = _Watch(key, loc)
         if loc.pane.dead:
-            watch.activity = activity.dead_activity(activity.UNKNOWN, None, None)
+            watch.activity = self._dead.get((key, watch.pid)) or activity.dead_activity(
+                activity.UNKNOWN, None, None
+            )
             return watch
         fd = _pidfd(watch.pid)
         if fd is not None:
@@ -278,6 +284,8 @@ class ActivityWatcher:
         if watch.closed or watch.activity.dead or watch.exiting:
             return
         reading = read_pane(watch.pid)
+        if reading is None:
+            return  # the pane is going away: its removal or death will tell
         if reading.foreground != watch.foreground:
             self._close_fg(watch)
             watch.foreground = reading.foreground
@@ -347,11 +355,24 @@ class ActivityWatcher:
         watch.exiting = False
         self._set(watch, activity.dead_activity(watch.activity, status, sig), publish=True)
 
+    async def _ask_dead(self, watch: _Watch) -> None:
+        """A pane found dead (not seen dying): its status, asked of tmux once."""
+        if self.reader is None:
+            return
+        text = await self.reader.pane_format(watch.key[0], watch.key[1], DEAD_FORMAT)
+        dead = activity.parse_dead(text) if text is not None else None
+        if dead is not None and dead[0]:
+            self._set(watch, activity.dead_activity(watch.activity, dead[1], dead[2]), publish=True)
+
     def _set(self, watch: _Watch, now: Activity, *, publish: bool) -> None:
         before = watch.activity
         if now == before:
             return
         watch.activity = now
+        if now.dead:
+            self._dead[(watch.key, watch.pid)] = now
+            while len(self._dead) > DEAD_KEPT:
+                del self._dead[next(iter(self._dead))]
         loc = self.hub.locations_of(watch.key[0]).get(watch.key[1])
         if publish and loc is not None and self._interests:
             shown = with_activity(loc, now)
@@ -423,8 +444,10 @@ class ActivityWatcher:
         if watch is not None and watch.pid == pane.pid:
             return watch.activity
         if pane.dead:
-            return activity.dead_activity(activity.UNKNOWN, None, None)
-        return read_pane(pane.pid).activity
+            known = self._dead.get(((socket_path, pane.id), pane.pid))
+            return known or activity.dead_activity(activity.UNKNOWN, None, None)
+        reading = read_pane(pane.pid)
+        return activity.UNKNOWN if reading is None else reading.activity
 
     # ------------------------------------------------------------------ waits
 
@@ -445,6 +468,8 @@ class ActivityWatcher:
             watch = self._watches.get(key)
             if watch is None:  # left the hub between the lookup and now
                 return self._result("gone", None, activity.UNKNOWN, activity.UNKNOWN, started)
+            if watch.activity.dead and watch.activity.exit_status is None:
+                await self._ask_dead(watch)
             before = watch.activity
             now_met = activity.outcome(until, before, before)
             if until != "change" and now_met is not None:

@@ -154,6 +154,8 @@ class Health(msgspec.Struct, frozen=True, kw_only=True):
     uptime_s: float = 0.0
     servers: tuple[ServerHealth, ...] = ()
     subscribers: int = 0
+    waits: int = 0  # pending GET /v1/panes/{pane}/wait
+    watched_panes: int = 0  # panes whose activity is being watched (waits, activity streams)
 
 
 class ServerFailure(msgspec.Struct, frozen=True, kw_only=True):

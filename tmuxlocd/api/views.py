@@ -126,6 +126,8 @@ async def get_health(ctx: Context, request: web.Request, q: HealthQuery) -> web.
             uptime_s=round(now - hub.started, 3),
             servers=servers,
             subscribers=len(hub.subscribers),
+            waits=hub.activity.waits if hub.activity is not None else 0,
+            watched_panes=hub.activity.watched if hub.activity is not None else 0,
         ),
     )
 
