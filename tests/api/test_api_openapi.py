@@ -67,10 +67,11 @@ async def test_every_route_is_documented_and_every_documented_path_routed(api: A
     ]
     routed = {(path, method) for path, method in live if method != "HEAD"}
     assert routed == set(operations(doc))
-    # HEAD comes with GET (aiohttp answers it from the GET handler), but not for the stream.
+    # HEAD comes with GET (aiohttp answers it from the GET handler), but not for the stream
+    # or the wait (a HEAD would wait as long as the GET).
     heads = {path for path, method in live if method == "HEAD"}
     gets = {path for path, method in routed if method == "GET"}
-    assert heads == gets - {"/v1/events"}
+    assert heads == gets - {"/v1/events", "/v1/panes/{pane}/wait"}
     assert "/v1/openapi.json" in doc["paths"]
 
 
@@ -173,6 +174,7 @@ async def test_documented_bounds_and_choices_are_enforced(api: Api, hub: Hub) ->
                 "limit",
                 "offset",
                 "detail",
+                "activity",
                 "fresh",
                 "server",
                 "window",
@@ -196,6 +198,7 @@ async def test_documented_bounds_and_choices_are_enforced(api: Api, hub: Hub) ->
             },
         ),
         ("/v1/panes/{pane}/neighbors", {"pane", "accept", "format", "fresh", "server"}),
+        ("/v1/panes/{pane}/wait", {"pane", "accept", "until", "timeout_s", "server"}),
     ],
 )
 async def test_parameters_are_the_query_struct(api: Api, path: str, names: set[str]) -> None:

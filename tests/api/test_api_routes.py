@@ -328,7 +328,15 @@ async def test_health(api: Api, hub: Hub) -> None:
     hub.server(B)
     status, body, _ = await api.get("/v1/health")
     assert status == 200
-    assert set(body) == {"status", "version", "uptime_s", "servers", "subscribers"}
+    assert set(body) == {
+        "status",
+        "version",
+        "uptime_s",
+        "servers",
+        "subscribers",
+        "waits",
+        "watched_panes",
+    }
     assert body["status"] == "ok" and body["subscribers"] == 0
     assert isinstance(body["version"], str) and body["uptime_s"] >= 0
     alpha = next(s for s in body["servers"] if s["socket_path"] == A)

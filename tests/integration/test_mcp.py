@@ -238,7 +238,8 @@ def test_tools_resources_and_instructions(basic: tuple[Run, Grid]) -> None:
     for tool in run["tools"]:
         assert tool["annotations"]["readOnlyHint"] is True
         assert tool["annotations"]["openWorldHint"] is False
-        assert tool["annotations"]["idempotentHint"] is True
+        # A wait's answer depends on when it is asked: not idempotent; the others are.
+        assert tool["annotations"]["idempotentHint"] is (tool["name"] != "wait_for_pane")
         assert tool["annotations"]["destructiveHint"] is False
     where_tool = run["tools"][0]
     assert "FIRST" in where_tool["description"] and "the pane below" in where_tool["description"]
