@@ -12,6 +12,8 @@ Scenarios:
 - ``subscribe``: subscribes to both resources (2025 protocol: resources/subscribe), then makes
   changes one phase at a time and records which notifications arrived in which phase.
 - ``listen``: the same first two phases over the 2026 protocol (subscriptions/listen).
+- ``wait``: wait_for_pane on a pane of another session running ``cat``: met (busy, then idle
+  when cat ends), timeout, gone (the pane killed while waited on), and a bad ``until``.
 """
 
 from __future__ import annotations
@@ -155,6 +157,8 @@ class Probe:
                     out.update(await self.basic(s))
                 elif self.args.scenario == "subscribe":
                     out.update(await self.subscribe_scenario(s))
+                elif self.args.scenario == "wait":
+                    out.update(await self.wait_scenario(s))
                 out["t"]["done"] = round(time.monotonic() - t0, 3)
         return out
 
@@ -240,6 +244,40 @@ class Probe:
         self.phase = 5
         return {"notes": self.notes, "reads": reads}
 
+    def waits(self) -> int:
+        from tmuxlocd.client import Client
+
+        with Client(self.args.daemon) as client:
+            return client.health().waits
+
+    async def wait_scenario(self, s: ClientSession) -> dict[str, Any]:
+        # The server's default shell itself (a command would run under ``sh -c``, whose
+        # interactive child shell would keep the terminal in a group of its own).
+        pane = self.tmux("split-window", "-d", "-t", self.args.other, "-P", "-F", "#{pane_id}")
+        pane = pane.strip()
+        self.tmux("send-keys", "-t", pane, "cat", "Enter")
+        self.sync()
+        answers: dict[str, Any] = {"pane": pane}
+
+        async def call(key: str, arguments: dict[str, Any]) -> None:
+            result = await s.call_tool("wait_for_pane", arguments)
+            answers[key] = {"text": text_of(result), "is_error": result.is_error}
+
+        await call("busy", {"pane": pane, "until": "busy", "timeout_s": DEADLINE})
+        await call("timeout", {"pane": pane, "until": "idle", "timeout_s": 0.2})
+        await call("bad", {"pane": pane, "until": "soon"})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "idle", {"pane": pane, "timeout_s": DEADLINE})
+            await self.until(lambda: self.waits() >= 1, "the idle wait")
+            self.tmux("send-keys", "-t", pane, "C-d")
+        self.tmux("send-keys", "-t", pane, "cat", "Enter")
+        await call("busy_again", {"pane": pane, "until": "busy", "timeout_s": DEADLINE})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "gone", {"pane": pane, "until": "idle", "timeout_s": DEADLINE})
+            await self.until(lambda: self.waits() >= 1, "the wait on the pane to kill")
+            self.tmux("kill-pane", "-t", pane)
+        return {"answers": answers}
+
     async def listen_scenario(self, s: ClientSession) -> dict[str, Any]:
         me = os.environ["TMUX_PANE"]
         events: list[dict[str, Any]] = []
@@ -270,7 +308,9 @@ def main() -> int:
     parser.add_argument("--daemon", required=True)
     parser.add_argument("--tmux", required=True)
     parser.add_argument("--spawn", default="tty", help="tty, setsid or both: tty,setsid")
-    parser.add_argument("--scenario", choices=("basic", "subscribe", "listen"), default="basic")
+    parser.add_argument(
+        "--scenario", choices=("basic", "subscribe", "listen", "wait"), default="basic"
+    )
     parser.add_argument("--go", help="wait for this file (the grid, as JSON) before starting")
     parser.add_argument("--other", default="", help="a pane of an unrelated session")
     args = parser.parse_args()

@@ -305,6 +305,34 @@ def test_subscriptions_follow_the_daemons_stream(world: World) -> None:
     assert {p["id"]: p["active"] for p in window["panes"]}[grid["below"]] is True
 
 
+def test_wait_for_pane(world: World) -> None:
+    """wait_for_pane through the SDK: met (busy; idle when the command ends), timeout, gone,
+    and a bad ``until`` as a tool error."""
+    runs, _ = world.probe("wait", "tty")
+    answers = runs["tty"]["answers"]
+    pane = answers["pane"]
+
+    def body(key: str) -> dict[str, Any]:
+        assert answers[key]["is_error"] is False, answers[key]
+        parsed: dict[str, Any] = json.loads(answers[key]["text"][0])
+        return parsed
+
+    busy = body("busy")
+    assert (busy["outcome"], busy["met"], busy["until"]) == ("busy", True, "busy")
+    assert busy["activity"]["command"] == "cat" and busy["location"]["pane"]["id"] == pane
+    timeout = body("timeout")
+    assert (timeout["outcome"], timeout["met"]) == ("timeout", False)
+    assert timeout["waited_ms"] >= 200 and timeout["activity"]["busy"] is True
+    idle = body("idle")
+    assert (idle["outcome"], idle["met"], idle["until"]) == ("idle", True, "idle")
+    assert idle["before"]["busy"] is True and idle["activity"]["busy"] is False
+    gone = body("gone")
+    assert (gone["outcome"], gone["met"], gone["location"]) == ("gone", False, None)
+    assert gone["reason"]
+    bad = answers["bad"]
+    assert bad["is_error"] is True and "until must be one of" in bad["text"][0], bad
+
+
 def test_no_controlling_tty_and_the_2026_protocol(world: World) -> None:
     # The SDK's stdio client starts the server in a new session, with no controlling tty: the
     # server asks as the pane of its nearest ancestor with a tty.  This run also speaks the
