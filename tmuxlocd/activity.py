@@ -9,6 +9,7 @@ condition is met.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, get_args
 
 import msgspec
@@ -192,3 +193,51 @@ def met(until: Until, result: Outcome) -> bool:
     if result == until:
         return True
     return result == "exit" and until in ("idle", "change")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exited or killed?  With remain-on-exit off a pane whose process ended goes at once, and on
+# the daemon's side an exit and a kill-pane look the same: the process ends (its pidfd fires)
+# and some 3-5 ms later tmux reports the pane's removal, in that order both times (measured on
+# 3.3a and 3.6b).  tmux itself knows: it runs ``pane-exited`` only when the pane's programs
+# ended (server_destroy_pane), never for kill-pane/kill-window/kill-server.  So while panes of
+# a server are watched, a hook there appends the pane's id to a global user option, which the
+# watcher reads when a watched pane is removed.  No exit status: the hook runs after the pane
+# is gone, when its formats name another pane.
+
+EXITED_HOOK = "pane-exited"
+EXITED_OPTION = "@tmuxlocd_exited"
+EXITED_KEEP = 240  # characters of the option kept (the hook trims it): ids of recent exits
+Argv = tuple[str, ...]
+
+
+def exited_hook_install(word: Callable[[str], str], index: int) -> list[Argv]:
+    """Install the hook (at ``index`` of pane-exited's array: a user's hooks stay) and start
+    from an empty list.  The hook's own command is parsed when it runs, hence ``word``
+    (the command-alias bypass) for its command name."""
+    kept = f"#{{={-EXITED_KEEP}:{EXITED_OPTION}}}"  # the value's last EXITED_KEEP chars
+    text = f"{word('set-option')} -gF {EXITED_OPTION} '{kept} #{{hook_pane}}'"
+    return [
+        ("set-option", "-g", EXITED_OPTION, ""),
+        ("set-hook", "-g", f"{EXITED_HOOK}[{index}]", text),
+    ]
+
+
+def exited_hook_remove(index: int) -> list[Argv]:
+    return [("set-hook", "-gu", f"{EXITED_HOOK}[{index}]"), ("set-option", "-gu", EXITED_OPTION)]
+
+
+def exited_read() -> Argv:
+    return ("display-message", "-p", f"#{{{EXITED_OPTION}}}")
+
+
+def parse_exited(text: str) -> set[str]:
+    """The pane ids in the option's value.  The hook trims the value from the left, so the
+    first word may be the tail of an id (no ``%``): it is dropped."""
+    return {w for w in text.split() if w.startswith("%") and w[1:].isdigit()}
+
+
+def exited_activity(before: Activity) -> Activity:
+    """A pane whose process exited by itself and that tmux removed (remain-on-exit off):
+    dead, its status unknown."""
+    return Activity(command=before.command, busy=False, dead=True)

@@ -11,7 +11,14 @@ at the next tick.  When the pane's own process ends, the server is re-read and t
 the exit status; before 3.6 a SIGCHLD that tmux lost leaves the status empty, and a SIGCHLD
 sent to the server (whose own handler reaps) recovers it.
 
-With nothing watched there is no timer, no hub subscriber, no /proc read and no tmux command.
+With remain-on-exit off a pane whose process ended is removed at once, and a removal alone
+does not say whether the process exited by itself or the pane was killed (the process ends
+first either way).  While panes of a server are watched, a ``pane-exited`` hook there records
+the ids of panes whose programs ended (tmux runs it for those only, never for a kill), and a
+watched pane's removal is answered ``exit`` or ``gone`` from it (tmuxlocd.activity).
+
+With nothing watched there is no timer, no hub subscriber, no /proc read, no hook and no tmux
+command.
 """
 
 from __future__ import annotations
@@ -22,8 +29,8 @@ import logging
 import os
 import signal
 from collections import Counter
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -48,8 +55,14 @@ STATUS_GRACE_S = 0.02
 STATUS_GIVE_UP_S = 1.0
 DEAD_KEPT = 1024
 DEAD_FORMAT = "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"
+EXITED_HOOK_INDEX = 7741  # of pane-exited's array: a user's hooks (at [0], [1] ...) stay
+HOOK_TIMEOUT_S = 2.0  # a wait starts without the hook rather than hang on a stuck server
+EXITED_REASON = (
+    "the pane's process exited and tmux removed the pane (remain-on-exit off: no exit status)"
+)
 
 Key = tuple[str, str]  # (socket path, pane id)
+T = TypeVar("T")
 
 
 class PaneReader(Protocol):
@@ -57,6 +70,13 @@ class PaneReader(Protocol):
 
     async def pane_format(self, socket_path: str, pane_id: str, fmt: str) -> str | None:
         """``display-message -p -t <pane> <fmt>``; None when it could not be asked."""
+        ...
+
+    async def commands(
+        self, socket_path: str, make: Callable[[Callable[[str], str]], Sequence[activity.Argv]]
+    ) -> list[list[str]] | None:
+        """The commands ``make`` builds (given the command-word speller), run in order: each
+        reply's lines, or None when it could not be asked or tmux refused one."""
         ...
 
 
@@ -174,10 +194,15 @@ class ActivityWatcher:
         self._interests: Counter[Selection] = Counter()
         self._tick: asyncio.Task[None] | None = None
         self._follow: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         # The last activity of panes that died (remain-on-exit), by (key, pid): a dead pane's
         # exit status stays known after its watch ends.  Bounded: oldest first out.
         self._dead: dict[tuple[Key, int], Activity] = {}
+        # The pane-exited hook, per server: its install (done: True if in place), the ids
+        # of exited panes read so far, and the removals being classified (exit or gone).
+        self._hooks: dict[str, asyncio.Task[bool]] = {}
+        self._exited: dict[str, set[str]] = {}
+        self._classifying: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ what is watched
 
@@ -225,7 +250,87 @@ class ActivityWatcher:
             if watch is None:
                 self._watches[key] = watch = self._start(key, loc)
                 self._read(watch, publish=False)
+        self._hook_servers()
         self._run_tasks()
+
+    # ------------------------------------------------------------------ the pane-exited hook
+
+    def _hook_servers(self) -> None:
+        """The hook is in place on exactly the servers with watched panes (or removals still
+        being classified)."""
+        if self.reader is None or self.stopping:
+            return
+        servers = {key[0] for key in self._watches} | set(self._classifying)
+        for server in servers - set(self._hooks):
+            self._hooks[server] = self._spawn(self._install(server), "activity hook")
+        for server in set(self._hooks) - servers:
+            self._hooks.pop(server).cancel()
+            self._exited.pop(server, None)
+            if server in self.hub.servers:
+                self._spawn(self._uninstall(server), "activity unhook")
+
+    def _spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _install(self, server: str) -> bool:
+        assert self.reader is not None
+        done = await self.reader.commands(
+            server, lambda word: activity.exited_hook_install(word, EXITED_HOOK_INDEX)
+        )
+        if done is None:
+            log.warning("could not install the pane-exited hook on %s", server)
+        return done is not None
+
+    async def _uninstall(self, server: str) -> bool:
+        assert self.reader is not None
+        done = await self.reader.commands(
+            server, lambda word: activity.exited_hook_remove(EXITED_HOOK_INDEX)
+        )
+        return done is not None
+
+    async def _hook_ready(self, server: str) -> None:
+        task = self._hooks.get(server)
+        if task is None or task.done():
+            return
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            async with asyncio.timeout(HOOK_TIMEOUT_S):
+                await asyncio.shield(task)
+
+    def _hooked(self, server: str) -> bool:
+        task = self._hooks.get(server)
+        return (
+            task is not None
+            and task.done()
+            and not task.cancelled()
+            and task.exception() is None
+            and task.result()
+        )
+
+    async def _classify(self, watch: _Watch, reason: str) -> None:
+        """A watched pane was removed: ``exit`` if tmux ran pane-exited for it, else gone."""
+        server, pane = watch.key
+        try:
+            exited = self._exited.setdefault(server, set())
+            if pane not in exited and self.reader is not None:
+                replies = await self.reader.commands(server, lambda word: [activity.exited_read()])
+                if replies is not None:
+                    exited |= activity.parse_exited(" ".join(replies[0]))
+            if pane in self._exited.get(server, ()):
+                now = activity.exited_activity(watch.activity)
+                for waiter in list(watch.waiters):
+                    waiter.settle(
+                        activity.outcome(waiter.until, waiter.before, now), now, EXITED_REASON
+                    )
+            for waiter in list(watch.waiters):
+                waiter.settle("gone", watch.activity, reason)
+        finally:
+            self._classifying[server] -= 1
+            if self._classifying[server] <= 0:
+                del self._classifying[server]
+            self._refresh()
 
     def _start(self, key: Key, loc: Location) -> _Watch:
         watch = _Watch(key, loc)
@@ -316,9 +421,7 @@ class ActivityWatcher:
             watch.pane_fd = None
         self._close_fg(watch)
         watch.exiting = True
-        task = asyncio.create_task(self._exit_status(watch), name="activity exit status")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._exit_status(watch), "activity exit status")
 
     async def _exit_status(self, watch: _Watch) -> None:
         """The pane's process ended: the pane goes (remain-on-exit off: the re-read removes
@@ -415,7 +518,7 @@ class ActivityWatcher:
         for item in items:
             match item.event:
                 case PaneRemoved(pane=pane, server=server):
-                    self._gone((server, pane), "the pane was removed (killed, or it exited)")
+                    self._gone((server, pane), "the pane was removed (killed)", removed=True)
                 case ServerDown(server=ref):
                     for key in [k for k in self._watches if k[0] == ref.socket_path]:
                         self._gone(key, "the tmux server went away")
@@ -426,13 +529,19 @@ class ActivityWatcher:
     def _gone_check(self) -> None:
         for key in list(self._watches):
             if key[1] not in self.hub.locations_of(key[0]):
-                self._gone(key, "the pane was removed")
+                self._gone(key, "the pane was removed (killed)", removed=True)
 
-    def _gone(self, key: Key, reason: str) -> None:
+    def _gone(self, key: Key, reason: str, *, removed: bool = False) -> None:
+        """A watched pane left: its waits end ``gone`` -- or, for a pane removed while the
+        hook is in place on its server, ``exit`` if its process exited by itself."""
         watch = self._watches.pop(key, None)
         if watch is None:
             return
         self._drop(watch)
+        if removed and watch.waiters and self._hooked(key[0]):
+            self._classifying[key[0]] += 1
+            self._spawn(self._classify(watch, reason), "activity exited?")
+            return
         for waiter in list(watch.waiters):
             waiter.settle("gone", watch.activity, reason)
 
@@ -465,6 +574,7 @@ class ActivityWatcher:
         watch: _Watch | None = None
         try:
             self._refresh()
+            await self._hook_ready(key[0])  # an exit from now on is told from a kill
             watch = self._watches.get(key)
             if watch is None:  # left the hub between the lookup and now
                 return self._result("gone", None, activity.UNKNOWN, activity.UNKNOWN, started)
@@ -524,6 +634,13 @@ class ActivityWatcher:
 
     async def close(self) -> None:
         self.end_waits()
+        # The hooks out of the servers (a daemon killed leaves them: they keep a short,
+        # trimmed option and nothing else, and the next daemon's install replaces them).
+        unhook = [self._uninstall(server) for server in self._hooks if self.reader is not None]
+        self._hooks.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(HOOK_TIMEOUT_S):
+                await asyncio.gather(*unhook, return_exceptions=True)
         for watch in self._watches.values():
             self._drop(watch)
         self._watches.clear()

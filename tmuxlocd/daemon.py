@@ -21,7 +21,7 @@ import signal
 import socket
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +34,7 @@ from tmuxlocd.api import create_app
 from tmuxlocd.config import Config
 from tmuxlocd.errors import ConfigError
 from tmuxlocd.hub import Hub
+from tmuxlocd.mirror import Argv
 from tmuxlocd.paths import default_socket_path
 from tmuxlocd.token import TokenFile
 
@@ -272,10 +273,24 @@ class _QuietClientErrors(logging.Filter):
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
 
 
+async def _stop_watchers(activity: ActivityWatcher | None, watcher: _Watcher | None) -> None:
+    """The activity watcher first: it takes its hooks out over the observers' clients."""
+    try:
+        if activity is not None:
+            await activity.close()
+    finally:
+        if watcher is not None:
+            await watcher.stop()
+
+
 class _Watcher(Protocol):
     async def wait_synced(self, timeout: float) -> None: ...
 
     async def pane_format(self, socket_path: str, pane_id: str, fmt: str) -> str | None: ...
+
+    async def commands(
+        self, socket_path: str, make: Callable[[Callable[[str], str]], Sequence[Argv]]
+    ) -> list[list[str]] | None: ...
 
     async def stop(self) -> None: ...
 
@@ -394,11 +409,7 @@ async def _run(
     finally:
         started = time.monotonic()
         # Streams end in the app's on_shutdown; the watcher's stop removes its tmux hooks.
-        stopping = [runner.cleanup()]
-        if watcher is not None:
-            stopping.append(watcher.stop())
-        if hub.activity is not None:
-            stopping.append(hub.activity.close())
+        stopping = [runner.cleanup(), _stop_watchers(hub.activity, watcher)]
         try:
             async with asyncio.timeout(STOP_BUDGET - 0.2):
                 results = await asyncio.gather(*stopping, return_exceptions=True)

@@ -27,7 +27,7 @@ import os
 import shutil
 import socket
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from tmuxlocd import spelling
@@ -40,6 +40,7 @@ from tmuxlocd.mirror import (
     HOOKS,
     LIST_WINDOWS,
     SERVER_FACTS,
+    Argv,
     Barriers,
     Dirty,
     Episode,
@@ -642,6 +643,24 @@ class ServerObserver:
             return None
         return reply.lines[0] if reply.lines else ""
 
+    async def commands(
+        self, make: Callable[[Callable[[str], str]], Sequence[Argv]]
+    ) -> list[list[str]] | None:
+        """Commands the activity watcher builds (its pane-exited hook), respelled for this
+        server: ``make`` gets the word speller for the command text inside a hook.  Each
+        reply's lines; None when there is no client or tmux refused one."""
+        client = self.client
+        if client is None or client.closed.is_set():
+            return None
+        argvs = [self.mirror.spell(argv) for argv in make(self.mirror.spell.word)]
+        try:
+            replies = await client.run(*argvs)
+        except (TmuxUnavailable, CommandTimeout):
+            return None
+        if not all(reply.ok for reply in replies):
+            return None
+        return [list(reply.lines) for reply in replies]
+
 
 def parse_probe(lines: list[str]) -> list[tuple[str, int]]:
     """The rows of ``PROBE_SESSIONS``: (session id, clients attached)."""
@@ -740,6 +759,13 @@ class Watcher:
         """(activity_watch.PaneReader) one format of one pane of a watched server."""
         observer = self.observers.get(socket_path)
         return None if observer is None else await observer.pane_format(pane_id, fmt)
+
+    async def commands(
+        self, socket_path: str, make: Callable[[Callable[[str], str]], Sequence[Argv]]
+    ) -> list[list[str]] | None:
+        """(activity_watch.PaneReader) commands to one watched server."""
+        observer = self.observers.get(socket_path)
+        return None if observer is None else await observer.commands(make)
 
     async def wait_synced(self, timeout: float) -> None:
         async def each(o: ServerObserver) -> None:

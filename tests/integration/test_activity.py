@@ -348,3 +348,43 @@ async def test_server_killed_and_daemon_stopped() -> None:
                 assert answer["error"]["code"] == "daemon_stopping", answer
         finally:
             assert d.stop() == 0, d.logs()
+
+
+@pytest.mark.parametrize("how", ["typed", "own"])
+async def test_exit_without_remain_on_exit(
+    rig: Rig, daemon: Daemon, http: aiohttp.ClientSession, how: str
+) -> None:
+    """remain-on-exit off: a pane whose process exits by itself ends an exit wait ``exit``
+    (status unknown: tmux keeps none), whether the shell exits (``exit 3`` typed, a split:
+    the window stays) or the pane's only program ends (its window closes with it).  A kill
+    of the same kind of pane stays ``gone`` (test_gone_answers)."""
+    if how == "typed":
+        pane = rig.tmux.run("split-window", "-d", "-t", "other:", "-P", "-F", "#{pane_id}")
+    else:
+        pane = new_pane_running(rig, "other", "read x; exit 3")
+    pane = pane.strip()
+    await sync(http)
+    pending = asyncio.create_task(wait(http, pane, "exit"))
+    idle = asyncio.create_task(wait(http, pane, "change"))
+    await waits_pending(http, 2)
+    rig.tmux.run("send-keys", "-t", pane, *(["exit 3", "Enter"] if how == "typed" else ["Enter"]))
+    status, answer = await pending
+    assert status == 200 and answer["outcome"] == "exit" and answer["met"], answer
+    assert answer["activity"]["dead"] is True and answer["activity"].get("exit_status") is None
+    assert answer["location"] is None and "remain-on-exit off" in answer["reason"], answer
+    status, changed = await idle
+    assert changed["outcome"] == "exit" and changed["met"], changed
+    # A kill-pane of a pane like it: gone.
+    victim = rig.tmux.run("split-window", "-d", "-t", "other:", "-P", "-F", "#{pane_id}").strip()
+    await sync(http)
+    pending = asyncio.create_task(wait(http, victim, "exit"))
+    await waits_pending(http, 1)
+    rig.tmux.run("kill-pane", "-t", victim)
+    status, answer = await pending
+    assert answer["outcome"] == "gone" and not answer["met"], answer
+
+
+def new_pane_running(rig: Rig, session: str, command: str) -> str:
+    return rig.tmux.run(
+        "new-window", "-d", "-t", f"{session}:", "-P", "-F", "#{pane_id}", command
+    ).strip()

@@ -3,6 +3,7 @@ conditions."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -122,3 +123,42 @@ def test_activity_events_keep_their_own_ring() -> None:
     assert journal.parse_event_id(f"i:{loc_events[0].seq - 1}") is not None
     later = journal.since(loc_events[0].seq - 1)
     assert later[0].seq == loc_events[0].seq and len(later) == 101
+
+
+# ----------------------------------------------------------------------------------------------
+# Exited or killed (remain-on-exit off): the pane-exited hook's list
+
+
+def test_exited_hook_text() -> None:
+    install = activity.exited_hook_install(lambda word: f"\\{word}", 7741)
+    assert install[0] == ("set-option", "-g", "@tmuxlocd_exited", "")
+    name, flag, slot, text = install[1]
+    assert (name, flag, slot) == ("set-hook", "-g", "pane-exited[7741]")
+    # The hook's own command is respelled; the value is trimmed to its last 240 chars.
+    assert text == ("\\set-option -gF @tmuxlocd_exited '#{=-240:@tmuxlocd_exited} #{hook_pane}'")
+    assert activity.exited_hook_remove(7741) == [
+        ("set-hook", "-gu", "pane-exited[7741]"),
+        ("set-option", "-gu", "@tmuxlocd_exited"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ("", set()),
+        (" %1", {"%1"}),
+        (" %1 %22 %1", {"%1", "%22"}),
+        ("345 %7 %8", {"%7", "%8"}),  # trimmed from the left: the tail of an id is dropped
+        ("%x % %9", {"%9"}),
+    ],
+)
+def test_parse_exited(text: str, ids: set[str]) -> None:
+    assert activity.parse_exited(text) == ids
+
+
+def test_exited_activity_is_dead_without_status() -> None:
+    before = activity.Activity(command="sh", busy=False)
+    now = activity.exited_activity(before)
+    assert (now.command, now.busy, now.dead, now.exit_status) == ("sh", False, True, None)
+    for until in activity.UNTILS:
+        assert activity.outcome(until, before, now) == "exit"  # type: ignore[arg-type]
