@@ -408,7 +408,63 @@ def build_rows(res: Results) -> list[Row]:
                 None if math.isnan(r) else r <= 0.1,
             )
         )
+    activity_rows(res, heavy, add)
     return rows
+
+
+def activity_rows(res: Results, heavy: int, add: Callable[[Row], None]) -> None:
+    """A1-A3: pane activity (spec "Pane activity"; the issue's goals)."""
+    goals = (
+        ("A1", "activity busy", "send-keys → the busy wait's answer", "≤ 1 s", 1.0),
+        ("A2", "activity event", "a command's end (pidfd) → pane.activity idle", "≤ 50 ms", 0.05),
+        (
+            "A3",
+            "activity wait",
+            "a command's end (pidfd) → the idle wait's answer",
+            "≤ 50 ms",
+            0.05,
+        ),
+    )
+    for ident, name, what, goal, limit in goals:
+        values = res.get(name, heavy)
+        if values:
+            add(
+                Row(
+                    ident,
+                    what,
+                    str(heavy),
+                    fmt_ms(median(values)),
+                    fmt_ms(p99(values)),
+                    f"max {fmt_ms(max(values))}, n={len(values)}",
+                    "",
+                    goal,
+                    max(values) <= limit,
+                )
+            )
+    cpu = _fact(res, f"A cpu@{heavy}")
+    if not cpu:
+        return
+    base = cpu.get("0")
+    for label in ("0", "10", "all"):
+        c = cpu.get(label)
+        if c is None or base is None:
+            continue
+        watched = int(cpu["panes"]["watched all"]) if label == "all" else int(label)
+        add(
+            Row(
+                "A4",
+                f"CPU per second with {watched} watched panes"
+                + (" (all)" if label == "all" else ""),
+                str(heavy),
+                f"daemon {fmt_ms(c['daemon'] + c['clients'])}/s",
+                "",
+                f"tmux server {fmt_ms(c['server'])}/s (none watched: daemon "
+                f"{fmt_ms(base['daemon'] + base['clients'])}/s, server {fmt_ms(base['server'])}/s)",
+                "",
+                "none watched: B5" if label == "0" else "",
+                None,
+            )
+        )
 
 
 def goal_table(rows: list[Row]) -> str:
@@ -500,6 +556,12 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
   connection (no client start-up), 40 ms apart, with the daemon waiting for its event of each
   change, and without the daemon; the difference, less the daemon's idle cost over the same
   wall time, divided by the number of changes (each split and each kill).
+- A1-A4 (pane activity): a shell pane (`/bin/sh -i`, the pane's own process) runs `sleep 1`;
+  the bench holds a pidfd on the sleep, so "the end" is the kernel's word. A1 from send-keys
+  (a subprocess) to the answer of a pending `until=busy` wait; A2 to the `pane.activity` idle
+  event of a stream on that pane; A3 to the answer of a pending `until=idle` wait. A4: CPU
+  (utime+stime) per second over the interval, with none watched, 10 watched (10 pending
+  `until=change` waits) and every pane watched (one `types=pane.activity` stream).
 """
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import procstat
+from bench import activity, procstat
 from bench.httpclient import StreamRecorder, open_stream
 from bench.tmuxfarm import (
     LOCATION_FIELDS,
@@ -79,6 +79,8 @@ class Plan:
     idle_s: float
     split_k: int
     list_k: int
+    activity_s: float = 10.0  # each CPU interval of the activity measurement
+    activity_runs: int = 20  # command ends timed
 
     @classmethod
     def make(cls, quick: bool, sizes: tuple[int, ...] | None = None) -> Plan:
@@ -98,6 +100,8 @@ class Plan:
                 idle_s=2.0,
                 split_k=5,
                 list_k=5,
+                activity_s=1.0,
+                activity_runs=3,
             )
         return cls(
             quick=False,
@@ -851,6 +855,15 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             res.facts[f"B5 idle with daemon@{panes}"] = idle
             res.facts["B5 idle seconds"] = plan.idle_s
             res.facts[f"B7 split_k@{panes}"] = plan.split_k
+
+            log(f"{panes} panes: pane activity (CPU with 0, 10, all watched; end latency)")
+            activity_cpu, latency = await activity.measure(
+                farm, daemon.socket, daemon.pid, plan.activity_s, plan.activity_runs
+            )
+            res.facts[f"A cpu@{panes}"] = activity_cpu
+            res.facts["A cpu seconds"] = plan.activity_s
+            for name, values in latency.items():
+                res.add(f"activity {name}", panes, values)
 
         res.facts[f"RSS end@{panes}"] = procstat.rss_bytes(daemon.pid)
         own, kids = daemon.cpu()
