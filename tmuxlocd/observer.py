@@ -472,7 +472,10 @@ class ServerObserver:
             rounds += [*spell(("refresh-client", "-t", self.mirror.client_name, "-B", ALIVE))]
             rounds += [";", *spell(LIST_WINDOWS), ";"]
             rounds += [*spell(("display-message", "-p", WAITER_MARK))]
-        return [self.tmux, "-S", self.socket_path, *rounds]
+        # -u: without it a client of this cut environment is not UTF-8, and tmux writes its
+        # output with every control character (the rows' TABs) replaced by "_": no row would
+        # parse, and every wake-up would cost a structure re-read.
+        return [self.tmux, "-u", "-S", self.socket_path, *rounds]
 
     async def _spawn_waiter(self) -> asyncio.subprocess.Process:
         # The environment is cut to PATH: tmux copies a client's environment into the server.
