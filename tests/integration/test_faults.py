@@ -18,7 +18,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,6 +252,9 @@ async def test_one_hook_waiter_serves_many_changes(rig: Rig) -> None:
     no change in another session missed."""
     from tmuxlocd.observer import WAITER_CHAIN
 
+    def counted(kind: str, before: int) -> Callable[[], bool]:
+        return lambda: rig.stream.types[kind] > before
+
     waiters = rig.waiters()
     if not waiters:
         pytest.skip("this tmux delivers hooks as messages, no waiter process")
@@ -259,13 +262,9 @@ async def test_one_hook_waiter_serves_many_changes(rig: Rig) -> None:
         added = rig.stream.types["pane.added"]
         removed = rig.stream.types["pane.removed"]
         pane = await tmux_ok(rig.sock, "split-window", "-d", "-P", "-F", "#{pane_id}", "-t", "B:1")
-        await wait_until(
-            lambda n=added: rig.stream.types["pane.added"] > n, 10, f"the split {step}"
-        )
+        await wait_until(counted("pane.added", added), 10, f"the split {step}")
         await tmux_ok(rig.sock, "kill-pane", "-t", pane.strip())
-        await wait_until(
-            lambda n=removed: rig.stream.types["pane.removed"] > n, 10, f"the kill {step}"
-        )
+        await wait_until(counted("pane.removed", removed), 10, f"the kill {step}")
         if step == WAITER_CHAIN // 4:
             assert rig.waiters() == waiters, "a new waiter client within its chain"
     await wait_until(lambda: len(rig.waiters()) == 1, 10, "one waiter, the next one")
