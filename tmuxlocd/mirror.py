@@ -21,10 +21,13 @@ from __future__ import annotations
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
+
 from tmuxlocd import protocol, spelling
 from tmuxlocd.errors import CommandFailed, RowError
 from tmuxlocd.model import (
     DIGEST_NAME,
+    MESSAGE_PANE_FORMAT,
     PANE_FORMAT,
     PANE_WINDOW_FORMAT,
     SESSION_FORMAT,
@@ -37,6 +40,7 @@ from tmuxlocd.model import (
     compare_digest,
     id_number,
     join_rows,
+    parse_message_panes,
     parse_pane_row,
     parse_session_row,
     parse_window_query,
@@ -91,15 +95,17 @@ def check(names: Sequence[str], *replies: Reply) -> None:
 @dataclass
 class Dirty:
     """What to re-read: everything, sessions and windows, windows only (``layouts``:
-    list-windows -a, then the windows that differ), or the named windows."""
+    list-windows -a, then the windows that differ), or the named windows; ``publish``: the
+    model was changed without a read (a hook message carried the rows), publish it."""
 
     full: bool = False
     structure: bool = False
     layouts: bool = False
     windows: set[str] = field(default_factory=set)
+    publish: bool = False
 
     def __bool__(self) -> bool:
-        return self.full or self.structure or self.layouts or bool(self.windows)
+        return self.full or self.structure or self.layouts or bool(self.windows) or self.publish
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,7 @@ class ServerMirror:
         self.dirty = Dirty()
         self.rehook = False  # the hooks' guard names the old attached session
         self.hooks_installed = False
+        self.reading = False  # a re-read is under way (its replies are not applied yet)
         self._window_misses: dict[str, int] = {}
 
     # ------------------------------------------------------------------ model
@@ -174,11 +181,13 @@ class ServerMirror:
         structure: bool = False,
         layouts: bool = False,
         windows: Iterable[str] = (),
+        publish: bool = False,
     ) -> None:
         self.dirty.full |= full
         self.dirty.structure |= structure
         self.dirty.layouts |= layouts
         self.dirty.windows.update(windows)
+        self.dirty.publish |= publish
 
     def on_event(self, event: Event) -> Effect:
         match event:
@@ -208,11 +217,7 @@ class ServerMirror:
                 if found.winlinks_differ or found.windows:
                     self.mark(structure=found.winlinks_differ, windows=found.windows)
             case Message(text=text) if text.startswith(MESSAGE_PREFIX):
-                window = text.rsplit(" ", 1)[-1]
-                if window.startswith("@") and window[1:].isdigit():
-                    self.mark(windows=(window,))
-                else:
-                    self.mark(layouts=True)
+                self.on_hook_message(text[len(MESSAGE_PREFIX) :].split(" "))
             case ClientSessionChanged():
                 pass  # another client switched session: no pane moved
             case protocol.ConfigError(text=text):
@@ -224,6 +229,39 @@ class ServerMirror:
             case _:
                 pass
         return NOTHING
+
+    def on_hook_message(self, words: list[str]) -> None:
+        """Our 3.4+ hook's message: ``<hook> @W <zoomed> <layout> <pane> <pane> ...``, the
+        window's panes as they were when the hook ran (``hook_command``).
+
+        A window already known is updated from it with no query at all.  While a re-read is
+        under way the message is only a mark: that re-read's replies may be older than the
+        message, and would be applied after it.  A window not known yet (its winlink and
+        name come from the structure), or rows that do not parse, are re-read."""
+        window_id = words[1] if len(words) > 1 else ""
+        if not (window_id.startswith("@") and window_id[1:].isdigit()):
+            self.mark(layouts=True)
+            return
+        known = self.windows.get(window_id)
+        if known is None or len(words) < 5 or self.reading or self.dirty.full:
+            self.mark(windows=(window_id,))
+            return
+        zoomed, layout = words[2], words[3]
+        try:
+            panes = parse_message_panes(window_id, words[4:])
+        except RowError:
+            panes = ()
+        if zoomed not in ("0", "1") or not layout or not panes:
+            self.mark(windows=(window_id,))
+            return
+        active = next((p.id for p in panes if p.active), None)
+        self.windows[window_id] = msgspec.structs.replace(
+            known, layout=layout, zoomed=zoomed == "1", active_pane=active
+        )
+        self.panes = {k: p for k, p in self.panes.items() if p.window_id != window_id}
+        for pane in panes:
+            self.panes[pane.id] = pane
+        self.mark(publish=True)
 
     def dirty_from_window_rows(self, lines: Iterable[str]) -> None:
         """Mark what a window listing (the hook waiter's) shows to differ from the model.
@@ -252,6 +290,13 @@ class ServerMirror:
     def reread(self, what: Dirty) -> Reread:
         """Yield the command batches that re-read ``what``, receiving their replies, and
         apply them.  The caller publishes ``state()`` when the generator ends."""
+        self.reading = True
+        try:
+            yield from self._reread(what)
+        finally:
+            self.reading = False
+
+    def _reread(self, what: Dirty) -> Reread:
         spell = self.spell
         if what.full:
             rs, rw, rp = yield [spell(LIST_SESSIONS), spell(LIST_WINDOWS), spell(LIST_PANES)]
@@ -465,13 +510,15 @@ def hook_command(mirror: ServerMirror, hook: str, channel: str) -> str:
     # wider re-read.  #{session_id} is the session the hook's window was found in.
     guard = f"#{{!=:#{{session_id}},{mirror.attached_session}}}"
     if uses_message_hooks(mirror.version):
-        # 3.4+: the message names the window, so only that window is re-read.  The guard
+        # 3.4+: the message names the window and carries its panes' fields, expanded when
+        # the hook runs, so no query follows (ServerMirror.on_hook_message).  The guard
         # goes inside the message, not around it in if-shell: a command that if-shell
         # inserts inherits its client, and when that is our control client its %begin/%end
         # 0 guard is written to us with the %message inside it, as block content, unseen.
         # A hook's own command has no client yet when its guard is written.  For windows of
         # the attached session the message is empty and ignored.
-        text = f"#{{?{guard},{MESSAGE_PREFIX}{hook} #{{window_id}},}}"
+        payload = f"#{{window_id}} #{{window_zoomed_flag}} #{{window_layout}}{MESSAGE_PANE_FORMAT}"
+        text = f"#{{?{guard},{MESSAGE_PREFIX}{hook} {payload},}}"
         return f"{spell.word('display-message')} -c '{mirror.client_name}' '{text}'"
     wait_for = spell.word("wait-for")
     return f"{spell.word('if-shell')} -F '{guard}' \"{wait_for} -S {channel}\""
