@@ -136,7 +136,7 @@ async def measure(
                     await api.until_watched(len(panes))
                     await asyncio.sleep(1.0)
                     cpu[label] = await cpu_per_s(farm, daemon_pid, seconds)
-        cpu["panes"] = {"watched all": float(len(panes))}
+                    cpu["panes"] = {"watched all": float((await api.health())["watched_panes"])}
 
         # Latency, in a shell pane (exec'd directly: the shell is the pane's process).
         out = await farm.arun(

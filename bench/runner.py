@@ -861,6 +861,8 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                 farm, daemon.socket, daemon.pid, plan.activity_s, plan.activity_runs
             )
             res.facts[f"A cpu@{panes}"] = activity_cpu
+            errors = [ln for ln in daemon.tail().splitlines() if " ERROR " in ln]
+            res.facts[f"daemon errors after the activity measurement@{panes}"] = errors[-3:]
             res.facts["A cpu seconds"] = plan.activity_s
             for name, values in latency.items():
                 res.add(f"activity {name}", panes, values)

@@ -377,11 +377,20 @@ class ActivityWatcher:
             self._tick = self._follow = None
 
     async def _tick_loop(self) -> None:
+        failing = False
         while True:
             await asyncio.sleep(self.period)
-            self._refresh()
-            for watch in list(self._watches.values()):
-                self._read(watch)
+            try:
+                self._refresh()
+                for watch in list(self._watches.values()):
+                    self._read(watch)
+            except Exception:
+                # Never a silent stop of every watch: logged once an episode, kept going.
+                if not failing:
+                    log.exception("reading the watched panes failed")
+                failing = True
+            else:
+                failing = False
 
     # ------------------------------------------------------------------ reading
 
