@@ -62,10 +62,16 @@ class Api:
 
         async def read() -> None:
             async with self.http.get("/v1/events", params=params) as r:
-                async for line in r.content:
-                    event = json.loads(line)
-                    if event["type"] == "pane.activity":
-                        out.append((time.monotonic(), event))
+                # Not ``async for line in r.content``: its lines stop at 64 KiB, and the
+                # snapshot of 1,000 panes is one line of more.
+                buf = b""
+                async for chunk in r.content.iter_any():
+                    buf += chunk
+                    *lines, buf = buf.split(b"\n")
+                    now = time.monotonic()
+                    for line in lines:
+                        if b'"pane.activity"' in line[:64]:
+                            out.append((now, json.loads(line)))
 
         task = asyncio.create_task(read())
         try:
