@@ -408,6 +408,9 @@ def build_rows(res: Results) -> list[Row]:
                 None if math.isnan(r) else r <= 0.1,
             )
         )
+    from bench import fanout  # (imports this module: not at the top)
+
+    rows += fanout.rows(res)
     return rows
 
 
@@ -503,6 +506,12 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
 """
 
 
+def fanout_method() -> str:
+    from bench import fanout
+
+    return fanout.METHOD
+
+
 def render(res: Results) -> str:
     rows = build_rows(res)
     f = res.facts
@@ -532,6 +541,7 @@ def render(res: Results) -> str:
         parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
     parts += [
         METHOD,
+        fanout_method(),
         "## All series",
         "",
         series_table(res),
