@@ -42,6 +42,7 @@ class Sub:
         self.target = target
         self.sock: socket.socket | None = None
         self.raw = bytearray()
+        self.partial: list[bytes] = []  # the start of a line that continues in the next chunk
         self.state = HEAD
         self.need = 0
         self.status = 0
@@ -68,6 +69,7 @@ class Sub:
             head += f"Last-Event-ID: {self.last_id}\r\n"
         sock.sendall((head + "\r\n").encode())
         self.sock, self.raw, self.state, self.status, self.ended = sock, bytearray(), HEAD, 0, False
+        self.partial = []
         return True
 
     def fileno(self) -> int:
@@ -120,9 +122,16 @@ class Sub:
                 self._chunk(now, chunk)
 
     def _chunk(self, now: float, chunk: bytes) -> None:
-        # Every chunk the daemon writes is whole NDJSON lines.
+        # Events come as whole lines in a chunk; a snapshot may span several chunks.
         if self.pattern is not None and self.pattern in chunk:
             self.pattern, self.hit = None, now
+        if self.partial:
+            chunk = b"".join((*self.partial, chunk))
+            self.partial = []
+        if not chunk.endswith(b"\n"):
+            cut = chunk.rfind(b"\n") + 1
+            self.partial.append(chunk[cut:])
+            chunk = chunk[:cut]
         for line in chunk.split(b"\n"):
             if not line or line.startswith(b'{"type":"heartbeat"'):
                 continue

@@ -77,8 +77,19 @@ class ServerEntry:
 Predicate = Callable[[Event], bool]
 
 
+# Writes a publication's admitted items straight to the stream's connection; False when it
+# cannot now (the reader is behind, the connection closing): they are queued instead.
+Sink = Callable[[list[Published]], bool]
+
+
 class Subscriber:
-    """One change stream's queue.  ``wait()`` returns the next batch, or raises if lagged."""
+    """One change stream's queue.  ``wait()`` returns when there is something to drain.
+
+    With a ``sink`` set (by the stream, once its first frames are written and while its
+    connection takes bytes), admitted events skip the queue and the stream's task: the
+    publisher writes them.  The first time the sink declines, it is dropped, and this batch
+    and every later one are queued, in order, until the stream's task has written them all
+    and sets it again."""
 
     def __init__(self, hub: Hub, predicate: Predicate, maxsize: int) -> None:
         self.hub = hub
@@ -87,22 +98,33 @@ class Subscriber:
         self.queue: deque[Published] = deque()
         self.lagged = False
         self.closed = False
+        self.sink: Sink | None = None
         self._wake = asyncio.Event()
 
-    def offer(self, item: Published) -> None:
-        if self.closed or self.lagged or not self.predicate(item.event):
+    def offer(self, items: list[Published]) -> None:
+        if self.closed or self.lagged:
             return
-        if len(self.queue) >= self.maxsize:
-            # Falling behind: drop what is queued (memory stays bounded) and remember it, so
-            # the stream can send `lagged` and a fresh snapshot when the reader comes back.
-            self.queue.clear()
-            self.lagged = True
-        else:
+        admitted = [item for item in items if self.predicate(item.event)]
+        if not admitted:
+            return
+        if self.sink is not None and not self.queue:
+            if self.sink(admitted):
+                return
+            self.sink = None
+        for item in admitted:
+            if len(self.queue) >= self.maxsize:
+                # Falling behind: drop what is queued (memory stays bounded) and remember
+                # it, so the stream can send `lagged` and a fresh snapshot when the reader
+                # comes back.
+                self.queue.clear()
+                self.lagged = True
+                break
             self.queue.append(item)
         self._wake.set()
 
     def close(self) -> None:
         self.closed = True
+        self.sink = None
         self._wake.set()
 
     async def wait(self, timeout: float | None = None) -> None:
@@ -209,9 +231,10 @@ class Hub:
 
     def publish(self, events: list[ChangeEvent]) -> list[Published]:
         out = self.journal.stamp(events, self._clock())
-        for item in out:
+        if out:
+            # The whole publication at once: a stream written directly gets it in one write.
             for sub in self.subscribers:
-                sub.offer(item)
+                sub.offer(out)
         return out
 
     def since(self, seq: int) -> list[Published]:
@@ -326,6 +349,7 @@ __all__ = [
     "ObserverStatus",
     "Published",
     "ServerEntry",
+    "Sink",
     "Subscriber",
     "Syncer",
     "event_type",

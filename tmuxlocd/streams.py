@@ -160,6 +160,42 @@ def sse(ident: str, kind: str, data: Iterable[str | bytes]) -> bytes:
 StreamFormat = Literal["sse", "ndjson", "text"]
 
 
+def event_frame(event: Event, json: bytes, fmt: StreamFormat) -> bytes:
+    """One event's frame in an SSE or NDJSON stream (``json``: the event, encoded)."""
+    if fmt == "ndjson":
+        return json + b"\n"
+    return sse(event.id, event_type(event), (json,))
+
+
+def http_chunk(data: bytes) -> bytes:
+    """``data`` as one chunk of an HTTP/1.1 chunked body."""
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+class EventFrames:
+    """The bytes of what is written straight to every ready stream as events are published.
+
+    Streams of one format that tell the same events get the same bytes, so each run of
+    frames is encoded (and chunked) once per publication, however many streams write it.
+    Only the latest publication's bytes are kept: seqs only grow, so older ones never match.
+    """
+
+    def __init__(self) -> None:
+        self._chunks: dict[tuple[str, tuple[int, ...]], bytes] = {}
+        self._newest = 0
+
+    def chunk(self, items: list[Published], fmt: StreamFormat) -> bytes:
+        if items[-1].seq > self._newest:
+            self._chunks.clear()
+            self._newest = items[-1].seq
+        key = (fmt, tuple(item.seq for item in items))
+        data = self._chunks.get(key)
+        if data is None:
+            frames = b"".join(event_frame(item.event, item.json, fmt) for item in items)
+            data = self._chunks[key] = http_chunk(frames)
+        return data
+
+
 class SnapshotFrames:
     """Streams with the same selection that start between the same two events get the same
     bytes: one encoding, one buffer, however many subscribers connect (one per app)."""
@@ -268,10 +304,7 @@ class StreamCore:
     def frame_event(self, event: Event, json: bytes | None = None) -> bytes:
         if self.fmt == "text":  # only `lagged` gets here: a bare marker, the text follows
             return sse(event.id, event_type(event), ())
-        data = encoder.encode(event) if json is None else json
-        if self.fmt == "ndjson":
-            return data + b"\n"
-        return sse(event.id, event_type(event), (data,))
+        return event_frame(event, encoder.encode(event) if json is None else json, self.fmt)
 
     def frame_text(self, ident: str, kind: str, loc: Location | None, force: bool) -> bytes:
         if loc is None:
@@ -310,10 +343,23 @@ class StreamCore:
                 out.append(self.frame_event(item.event, item.json))
         return out
 
-    def process(self, items: list[Published], now: float) -> list[bytes]:
+    @property
+    def direct(self) -> bool:
+        """Whether published events can be framed for this stream as they come, the same
+        bytes as every other stream of its format (``take``, ``EventFrames``): not when it
+        coalesces or tells its text, which need the stream's own state at write time."""
+        return self.coalescer is None and self.fmt != "text"
+
+    def take(self, items: list[Published]) -> list[Published]:
+        """Of these published items, those this stream tells, in order: each newer than the
+        last it told (its first frames may already cover some), and relevant to it."""
         fresh = [item for item in items if item.seq > self.last_seq and self._relevant(item)]
         if fresh:
             self.last_seq = fresh[-1].seq
+        return fresh
+
+    def process(self, items: list[Published], now: float) -> list[bytes]:
+        fresh = self.take(items)
         if self.coalescer is None:
             return self.frame_items(fresh)
         for item in fresh:

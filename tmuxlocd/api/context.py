@@ -9,7 +9,7 @@ import msgspec
 
 from tmuxlocd.api.auth import Guard
 from tmuxlocd.hub import Hub
-from tmuxlocd.streams import SnapshotFrames
+from tmuxlocd.streams import EventFrames, SnapshotFrames
 
 if TYPE_CHECKING:
     from tmuxlocd.api.events import Stream
@@ -34,4 +34,5 @@ class Context:
         self.guard = Guard(settings.tcp_token)
         self.streams: set[Stream] = set()
         self.frames = SnapshotFrames()  # snapshot frames shared by the streams of this app
+        self.event_frames = EventFrames()  # and what the publisher writes to them directly
         self.openapi: bytes | None = None  # the document, made on first request
