@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Literal, Protocol
 
 from tmuxlocd.errors import SyncFailed
@@ -91,9 +91,12 @@ class Subscriber:
     and every later one are queued, in order, until the stream's task has written them all
     and sets it again."""
 
-    def __init__(self, hub: Hub, predicate: Predicate, maxsize: int) -> None:
+    def __init__(
+        self, hub: Hub, predicate: Predicate, maxsize: int, key: Hashable | None = None
+    ) -> None:
         self.hub = hub
         self.predicate = predicate
+        self.key = key
         self.maxsize = maxsize
         self.queue: deque[Published] = deque()
         self.lagged = False
@@ -101,11 +104,12 @@ class Subscriber:
         self.sink: Sink | None = None
         self._wake = asyncio.Event()
 
-    def offer(self, items: list[Published]) -> None:
-        if self.closed or self.lagged:
-            return
-        admitted = [item for item in items if self.predicate(item.event)]
-        if not admitted:
+    def admit(self, items: list[Published]) -> list[Published]:
+        return [item for item in items if self.predicate(item.event)]
+
+    def offer(self, admitted: list[Published]) -> None:
+        """Items of one publication this subscriber's predicate admits (``admit``)."""
+        if self.closed or self.lagged or not admitted:
             return
         if self.sink is not None and not self.queue:
             if self.sink(admitted):
@@ -233,8 +237,17 @@ class Hub:
         out = self.journal.stamp(events, self._clock())
         if out:
             # The whole publication at once: a stream written directly gets it in one write.
+            # Subscribers with one key admit the same items: one of them decides, and all of
+            # them get the same list (its bytes are shared too: streams.EventFrames).
+            admitted: dict[Hashable, list[Published]] = {}
             for sub in self.subscribers:
-                sub.offer(out)
+                if sub.key is None:
+                    sub.offer(sub.admit(out))
+                    continue
+                mine = admitted.get(sub.key)
+                if mine is None:
+                    mine = admitted[sub.key] = sub.admit(out)
+                sub.offer(mine)
         return out
 
     def since(self, seq: int) -> list[Published]:
@@ -248,8 +261,12 @@ class Hub:
         return self.journal.marker(kind, self._clock())
 
     @contextlib.contextmanager
-    def subscribe(self, predicate: Predicate, maxsize: int = QUEUE_SIZE) -> Iterator[Subscriber]:
-        sub = Subscriber(self, predicate, maxsize)
+    def subscribe(
+        self, predicate: Predicate, maxsize: int = QUEUE_SIZE, key: Hashable | None = None
+    ) -> Iterator[Subscriber]:
+        """A subscriber of every later publication; ``key``: subscribers with equal keys
+        have predicates that admit the same events (None: its own)."""
+        sub = Subscriber(self, predicate, maxsize, key)
         self.subscribers.add(sub)
         try:
             yield sub

@@ -182,17 +182,25 @@ class EventFrames:
 
     def __init__(self) -> None:
         self._chunks: dict[tuple[str, tuple[int, ...]], bytes] = {}
+        # The same, by the identity of a list the hub gives every stream of one selection
+        # (the list is kept with its bytes, so its id cannot be another's meanwhile).
+        self._lists: dict[tuple[str, int], tuple[list[Published], bytes]] = {}
         self._newest = 0
 
     def chunk(self, items: list[Published], fmt: StreamFormat) -> bytes:
         if items[-1].seq > self._newest:
             self._chunks.clear()
+            self._lists.clear()
             self._newest = items[-1].seq
+        shared = self._lists.get((fmt, id(items)))
+        if shared is not None and shared[0] is items:
+            return shared[1]
         key = (fmt, tuple(item.seq for item in items))
         data = self._chunks.get(key)
         if data is None:
             frames = b"".join(event_frame(item.event, item.json, fmt) for item in items)
             data = self._chunks[key] = http_chunk(frames)
+        self._lists[(fmt, id(items))] = (items, data)
         return data
 
 
@@ -293,7 +301,13 @@ class StreamCore:
 
     def snapshot(self) -> Snapshot:
         snap = self.hub.snapshot(self.selection.matches)
-        self.members = {pane_key(loc.server.socket_path, loc.pane.id): True for loc in snap.panes}
+        # Only window/session selections need it: a dict of every pane for each of 1,000
+        # streams of everything would be most of the daemon's memory.
+        self.members = (
+            {pane_key(loc.server.socket_path, loc.pane.id): True for loc in snap.panes}
+            if self.selection.scoped
+            else {}
+        )
         self.members_known = True
         if self.coalescer is not None:
             self.coalescer.start(snap.panes)
@@ -350,9 +364,20 @@ class StreamCore:
         coalesces or tells its text, which need the stream's own state at write time."""
         return self.coalescer is None and self.fmt != "text"
 
+    @property
+    def admission(self) -> tuple[Selection, frozenset[str]]:
+        """What ``admits`` depends on besides the event: streams with equal values admit the
+        same events, so the hub asks one of them per publication (Hub.subscribe's key)."""
+        return (self.selection, self.types)
+
     def take(self, items: list[Published]) -> list[Published]:
-        """Of these published items, those this stream tells, in order: each newer than the
-        last it told (its first frames may already cover some), and relevant to it."""
+        """Of these published items (in seq order), those this stream tells, in order: each
+        newer than the last it told (its first frames may already cover some), and relevant
+        to it.  The list itself when that is all of them, so that streams of one selection
+        share one list, and its bytes (EventFrames)."""
+        if not self.selection.scoped and items and items[0].seq > self.last_seq:
+            self.last_seq = items[-1].seq
+            return items
         fresh = [item for item in items if item.seq > self.last_seq and self._relevant(item)]
         if fresh:
             self.last_seq = fresh[-1].seq

@@ -150,7 +150,7 @@ class Stream(StreamCore):
         response = web.StreamResponse(
             headers={"Content-Type": content_type, "Cache-Control": "no-cache"}
         )
-        with self.hub.subscribe(self.admits, self.settings.queue_size) as sub:
+        with self.hub.subscribe(self.admits, self.settings.queue_size, self.admission) as sub:
             self.sub = sub
             first, backlog = self._first_frames(resume, reset)
             try:
