@@ -43,6 +43,8 @@ class Sub:
         self.sock: socket.socket | None = None
         self.raw = bytearray()
         self.partial: list[bytes] = []  # the start of a line that continues in the next chunk
+        self.unparsed: list[bytes] = []  # read while measuring, parsed after
+        self.tail = b""  # the end of the last read, for a pattern cut in two
         self.state = HEAD
         self.need = 0
         self.status = 0
@@ -87,8 +89,25 @@ class Sub:
         if not data:
             self.ended = True
             return
+        if self.pattern is not None:
+            # Measuring: only look for the pattern (across the last read's end too), and
+            # parse later, so that reading 1,000 streams keeps up with their writer.
+            seen = self.tail + data[: len(self.pattern)]
+            if self.pattern in data or self.pattern in seen:
+                self.pattern, self.hit = None, now
+            self.tail = data[-len(self.pattern or b"") :] if self.pattern else b""
+            self.unparsed.append(data)
+            return
+        self.flush(now)
         self.raw += data
         self._parse(now)
+
+    def flush(self, now: float) -> None:
+        """Parse what was read while measuring."""
+        if self.unparsed:
+            self.raw += b"".join(self.unparsed)
+            self.unparsed.clear()
+            self._parse(now)
 
     def _parse(self, now: float) -> None:
         raw = self.raw
@@ -123,8 +142,6 @@ class Sub:
 
     def _chunk(self, now: float, chunk: bytes) -> None:
         # Events come as whole lines in a chunk; a snapshot may span several chunks.
-        if self.pattern is not None and self.pattern in chunk:
-            self.pattern, self.hit = None, now
         if self.partial:
             chunk = b"".join((*self.partial, chunk))
             self.partial = []
@@ -209,10 +226,18 @@ class Probe:
             raise RuntimeError("not every stream got its snapshot")
         return {"seconds": time.perf_counter() - t0, "streams": len(self.subs)}
 
-    def _wait_all(self, pattern: bytes, timeout: float) -> bool:
+    def _arm(self, pattern: bytes) -> None:
         for sub in self.subs:
-            sub.pattern, sub.hit = pattern, None
-        return self.run_until(lambda: all(s.pattern is None for s in self.subs), timeout)
+            sub.flush(time.perf_counter())
+            sub.pattern, sub.hit, sub.tail = pattern, None, b""
+
+    def _wait_all(self, pattern: bytes, timeout: float) -> bool:
+        self._arm(pattern)
+        ok = self.run_until(lambda: all(s.pattern is None for s in self.subs), timeout)
+        for sub in self.subs:
+            sub.pattern = None
+            sub.flush(time.perf_counter())
+        return ok
 
     def changes(self, split: list[str], kill: list[str], k: int, gap_s: float) -> dict[str, Any]:
         first: list[float] = []
@@ -224,11 +249,13 @@ class Probe:
             quiet_until = time.perf_counter() + gap_s
             while time.perf_counter() < quiet_until:
                 self.poll(max(quiet_until - time.perf_counter(), 0))
-            for sub in self.subs:
-                sub.pattern, sub.hit = b'"pane.added"', None
+            self._arm(b'"pane.added"')
             t0 = time.perf_counter()
             proc = subprocess.Popen(split, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             ok = self.run_until(lambda: all(s.pattern is None for s in self.subs), 10)
+            for sub in self.subs:
+                sub.pattern = None
+                sub.flush(time.perf_counter())
             out, _ = proc.communicate(timeout=30)
             hits = [s.hit for s in self.subs if s.hit is not None]
             if ok and len(hits) == len(self.subs):
@@ -258,6 +285,7 @@ class Probe:
         ended_at: dict[int, float] = {}
         reopened_at: dict[int, float] = {}
         statuses: dict[int, int] = {}
+        next_try = 0.0
 
         def fresh(s: Sub) -> bool:
             return s.snapshot_instance not in old and s.snapshot_at is not None
@@ -272,14 +300,20 @@ class Probe:
                 self._unwatch(sub)
                 down.append(sub)
             still: list[Sub] = []
-            for sub in down:
-                if sub.open(resume=True):
+            now = time.perf_counter()
+            # While nothing listens, one connect every 5 ms (as a client backing off would);
+            # once one is accepted, all the others at once.
+            if down and now >= next_try:
+                for sub in down:
+                    if still or not sub.open(resume=True):
+                        still.append(sub)
+                        continue
                     reopened_at[id(sub)] = time.perf_counter()
                     self._watch(sub)
-                else:
+                if still and len(still) == len(down):
                     refused += 1
-                    still.append(sub)
-            down = still
+                    next_try = now + 0.005
+                down = still
         got = [s.snapshot_at for s in self.subs if fresh(s) and s.snapshot_at is not None]
         return {
             "streams": len(self.subs),

@@ -157,6 +157,9 @@ class Hub:
         self._by_rdev: dict[int, list[tuple[str, str]]] | None = None
         # None until the daemon attaches its watcher: a hub alone has nothing to re-read.
         self.syncer: Syncer | None = None
+        # Moves with every applied re-sync and every server that goes or is forgotten: an
+        # answer computed at one version is the answer at that version (memo.Memo).
+        self.version = 0
 
     # ------------------------------------------------------------------ ids
 
@@ -196,6 +199,7 @@ class Hub:
 
     def update(self, state: ServerState) -> list[Published]:
         """Apply a fresh re-sync of one server; publish and return its events."""
+        self.version += 1
         entry = self.server(state.socket_path)
         was_running = entry.state.running
         # A changed server pid changes every window's inputs, so every pane is compared then.
@@ -213,6 +217,7 @@ class Hub:
 
     def server_down(self, socket_path: str, status: ObserverStatus = "down") -> list[Published]:
         """The server went away: its panes are removed, then ``server.down``."""
+        self.version += 1
         entry = self.server(socket_path)
         entry.observer = status
         entry.last_error = None
@@ -229,7 +234,9 @@ class Hub:
         return self.publish(events)
 
     def forget(self, socket_path: str) -> None:
+        self.version += 1
         self.servers.pop(socket_path, None)
+        self._by_rdev = None
 
     # ------------------------------------------------------------------ publishing
 

@@ -349,9 +349,7 @@ async def test_lagged_subscriber_gets_lagged_then_a_fresh_snapshot() -> None:
         assert ev["id"] == hub.event_id()
         snap = await reader.event()
         assert snap["type"] == "snapshot" and snap["id"] == hub.event_id()
-        assert {p["window"]["name"] for p in snap["panes"] if p["window"]["id"] == "@100"} == {
-            last
-        }
+        assert {p["window"]["name"] for p in snap["panes"] if p["window"]["id"] == "@100"} == {last}
         renamed = [Win(w.id, w.layout, name=last) for w in many]
         hub.update(state(logs="marker", extra=renamed))
         assert brief(await events_until(reader, "marker")) == [("pane.changed", "%7")]
