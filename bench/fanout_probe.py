@@ -110,35 +110,41 @@ class Sub:
             self._parse(now)
 
     def _parse(self, now: float) -> None:
+        # One pass with an offset, the parsed bytes cut off once at the end: cutting each
+        # chunk off a megabyte of snapshot in turn would move the rest every time.
         raw = self.raw
-        while True:
-            if self.state == HEAD:
-                end = raw.find(b"\r\n\r\n")
-                if end < 0:
-                    return
-                self.status = int(raw[9:12])
-                del raw[: end + 4]
-                if self.status != 200:
-                    self.ended = True
-                    return
-                self.state = SIZE
-            elif self.state == SIZE:
-                eol = raw.find(b"\r\n")
-                if eol < 0:
-                    return
-                size = int(raw[:eol].split(b";")[0], 16)
-                del raw[: eol + 2]
-                if size == 0:
-                    self.ended = True
-                    return
-                self.need, self.state = size + 2, DATA
-            else:
-                if len(raw) < self.need:
-                    return
-                chunk = bytes(raw[: self.need - 2])
-                del raw[: self.need]
-                self.state = SIZE
-                self._chunk(now, chunk)
+        at = 0
+        try:
+            while True:
+                if self.state == HEAD:
+                    end = raw.find(b"\r\n\r\n", at)
+                    if end < 0:
+                        return
+                    self.status = int(raw[at + 9 : at + 12])
+                    at = end + 4
+                    if self.status != 200:
+                        self.ended = True
+                        return
+                    self.state = SIZE
+                elif self.state == SIZE:
+                    eol = raw.find(b"\r\n", at)
+                    if eol < 0:
+                        return
+                    size = int(raw[at:eol].split(b";")[0], 16)
+                    at = eol + 2
+                    if size == 0:
+                        self.ended = True
+                        return
+                    self.need, self.state = size + 2, DATA
+                else:
+                    if len(raw) - at < self.need:
+                        return
+                    chunk = bytes(raw[at : at + self.need - 2])
+                    at += self.need
+                    self.state = SIZE
+                    self._chunk(now, chunk)
+        finally:
+            del raw[:at]
 
     def _chunk(self, now: float, chunk: bytes) -> None:
         # Events come as whole lines in a chunk; a snapshot may span several chunks.

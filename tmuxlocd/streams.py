@@ -255,6 +255,7 @@ class StreamCore:
         self.members: dict[str, bool] = {}
         self.members_known = True
         self.last_text: str | None = None
+        self.scoped = selection.scoped  # (asked per stream and publication: kept)
 
     # -------------------------------------------------------------- selection
 
@@ -375,7 +376,7 @@ class StreamCore:
         newer than the last it told (its first frames may already cover some), and relevant
         to it.  The list itself when that is all of them, so that streams of one selection
         share one list, and its bytes (EventFrames)."""
-        if not self.selection.scoped and items and items[0].seq > self.last_seq:
+        if not self.scoped and items and items[0].seq > self.last_seq:
             self.last_seq = items[-1].seq
             return items
         fresh = [item for item in items if item.seq > self.last_seq and self._relevant(item)]

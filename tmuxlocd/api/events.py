@@ -19,6 +19,7 @@ import contextlib
 import logging
 
 from aiohttp import web
+from aiohttp.base_protocol import BaseProtocol
 
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError
@@ -65,8 +66,9 @@ class Stream(StreamCore):
         self.event_frames: EventFrames = ctx.event_frames
         self.sub: Subscriber | None = None
         self.closing = False
-        self.request: web.Request | None = None
-        self.transport: asyncio.Transport | None = None  # set when direct writes may be made
+        # Set when direct writes may be made: the connection and its aiohttp protocol.
+        self.transport: asyncio.Transport | None = None
+        self.protocol: BaseProtocol | None = None
 
     def close(self) -> None:
         self.closing = True
@@ -95,14 +97,12 @@ class Stream(StreamCore):
         return self.frame_snapshot(snap)
 
     def _sink(self, items: list[Published]) -> bool:
-        """The publisher's write (Subscriber.sink): False leaves the items to the queue."""
-        transport, request = self.transport, self.request
-        if (
-            transport is None
-            or request is None
-            or transport.is_closing()
-            or request.protocol.writing_paused
-        ):
+        """The publisher's write (Subscriber.sink): False leaves the items to the queue.
+        (Run for every stream of every publication: kept to a few checks.)"""
+        transport, protocol = self.transport, self.protocol
+        if transport is None or protocol is None or transport.is_closing():
+            return False
+        if protocol.writing_paused:
             return False
         told = self.take(items)
         if told:
@@ -111,13 +111,13 @@ class Stream(StreamCore):
 
     def _go_direct(self, sub: Subscriber) -> None:
         """After the task wrote all it had: let the publisher write what comes next."""
-        transport, request = self.transport, self.request
+        transport, protocol = self.transport, self.protocol
         if (
             transport is not None
-            and request is not None
+            and protocol is not None
             and not (sub.queue or sub.lagged or sub.closed or self.closing)
             and not transport.is_closing()
-            and not request.protocol.writing_paused
+            and not protocol.writing_paused
         ):
             sub.sink = self._sink
 
@@ -159,7 +159,7 @@ class Stream(StreamCore):
                 return response  # the client hung up before the stream began
             if self.direct and response.headers.get("Transfer-Encoding") == "chunked":
                 # (An HTTP/1.0 reader gets no chunks: its stream stays on the task's writes.)
-                self.request, self.transport = request, request.transport
+                self.transport, self.protocol = request.transport, request.protocol
             pump = self._pump(request, response, sub, first, backlog)
             del first, backlog  # the pump owns them now, and lets them go once written
             try:
