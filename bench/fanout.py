@@ -97,6 +97,7 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
     kill = farm.argv("kill-pane", "-t", "{pane}")
     probe = ProbeProc()
     await probe.start()
+    res.facts[f"B4 RSS before the streams@{panes}"] = procstat.rss_bytes(daemon.pid)
     try:
         held = 0
         for count in plan.counts:
@@ -192,6 +193,7 @@ def rows(res: Results) -> list[Row]:
         held_rss = res.facts.get(f"B4 RSS 1000@{p}")
         if held_rss is not None and p == max(sizes):
             held, rss = held_rss
+            before = res.facts.get(f"B4 RSS before the streams@{p}")
             out.append(
                 Row(
                     "B4",
@@ -199,7 +201,10 @@ def rows(res: Results) -> list[Row]:
                     str(p),
                     fmt_bytes(rss),
                     "",
-                    "",
+                    f"before them {fmt_bytes(before)}: {(rss - before) / held / 1024:.0f} KiB "
+                    "per stream"
+                    if before is not None and held
+                    else "",
                     "",
                     "≤ 120 MB" if held >= 1000 else "",
                     rss <= 120 * MB if held >= 1000 else None,
