@@ -35,7 +35,12 @@ log = logging.getLogger(__name__)
 # A snapshot (most of a megabyte at 1,000 panes) goes out in pieces of this size, each once
 # the connection has taken the last: a thousand streams starting at once then hold a thousand
 # pieces, not a thousand copies of the snapshot.
-WRITE_SLICE = 32 * 1024
+WRITE_SLICE = 16 * 1024
+# What a stream's connection may hold in the daemon before its writer waits (and direct
+# writes stop): the kernel's socket buffer holds far more; past both, the reader is behind.
+# asyncio's default of 64 KiB, times 1,000 streams starting at once, left some 60 MB of
+# freed but unreturned heap behind (B4).
+STREAM_HIGH_WATER = 16 * 1024
 
 
 class Stream(StreamCore):
@@ -157,6 +162,8 @@ class Stream(StreamCore):
                 await response.prepare(request)
             except ConnectionError:
                 return response  # the client hung up before the stream began
+            if request.transport is not None:
+                request.transport.set_write_buffer_limits(high=STREAM_HIGH_WATER)
             if self.direct and response.headers.get("Transfer-Encoding") == "chunked":
                 # (An HTTP/1.0 reader gets no chunks: its stream stays on the task's writes.)
                 self.transport, self.protocol = request.transport, request.protocol
