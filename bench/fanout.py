@@ -17,7 +17,7 @@ from typing import Any
 
 from bench import procstat
 from bench.report import Row
-from bench.runner import REPO, Daemon, Results, log, observer_session, pick_targets
+from bench.runner import REPO, Daemon, Results, http_json, log, observer_session, pick_targets
 from bench.stats import fmt_bytes, fmt_ms, median, p99
 from bench.tmuxfarm import PANE_CMD, Farm, clean_env
 
@@ -87,9 +87,20 @@ class ProbeProc:
             await self.proc.wait()
 
 
+async def no_streams(daemon: Daemon, timeout: float = 30.0) -> None:
+    """Until the daemon holds no stream (those of earlier measurements end as it sees their
+    connections close): this one needs all 1,000 of its streams."""
+    deadline = time.monotonic() + timeout
+    while (await http_json(daemon.socket, "/v1/health")).get("subscribers"):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the daemon still holds streams of earlier measurements")
+        await asyncio.sleep(0.05)
+
+
 async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None:
     plan = FanPlan.make(quick)
     panes = farm.total
+    await no_streams(daemon)
     targets = pick_targets(farm, observer_session(farm, daemon))
     split = farm.argv(
         "split-window", "-d", "-t", targets.attached_pane, "-P", "-F", "#{pane_id}", *PANE_CMD

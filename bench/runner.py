@@ -859,6 +859,7 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         # the daemon.
         from bench import fanout
 
+        subs.close()
         await fanout.measure(farm, daemon, plan.quick, res)
     except Exception:
         if daemon is not None:
