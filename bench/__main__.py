@@ -61,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         help="where to write the results (Markdown)",
     )
     parser.add_argument("--sizes", help="pane counts, comma-separated (default 10,100,1000)")
+    parser.add_argument(
+        "--tmux-versions",
+        help="also measure B3 and B7 on these tmux versions, as built by .ci/build-tmux "
+        "(comma-separated, e.g. 3.4,3.6b): a section per version (bench.latency)",
+    )
     args = parser.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else None
     plan = Plan.make(args.quick, sizes)
@@ -77,7 +82,22 @@ def main(argv: list[str] | None = None) -> int:
     print(summary(rows))
     for miss in res.misses:
         print(f"timed out: {miss}")
-    args.out.write_text(render(res))
+    text = render(res)
+    if args.tmux_versions:
+        import dataclasses
+
+        from bench import latency
+
+        # The idle intervals only serve B7's correction here: ten seconds do.
+        short = dataclasses.replace(plan, idle_s=min(plan.idle_s, 10.0))
+        for version in args.tmux_versions.split(","):
+            if version:
+                part = latency.section(
+                    asyncio.run(latency.run_version(latency.built_tmux(version), short, 1))
+                )
+                print(part)
+                text += "\n" + part
+    args.out.write_text(text)
     print(f"written to {args.out}")
     return 0
 

@@ -62,6 +62,12 @@ PANE_WINDOW_FORMAT = "\t".join(
 )
 
 
+# For the 3.4+ hook message (mirror.hook_command): a window's panes inside ``#{P:...}``, one
+# word each.  Fields are joined by "." because a comma inside the loop would separate the
+# active pane's alternative format; none of these fields can hold a "." or a space.
+MESSAGE_PANE_FORMAT = "#{P: " + ".".join(_PANE_FIELDS[1:]) + "}"
+
+
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     name: str
@@ -195,6 +201,17 @@ def _pane(parts: list[str], row: str) -> Pane:
 
 def parse_pane_row(row: str) -> Pane:
     return _pane(_fields(row, "P", 12)[1:], row)
+
+
+def parse_message_panes(window_id: str, words: Iterable[str]) -> tuple[Pane, ...]:
+    """The panes of one window from the words ``MESSAGE_PANE_FORMAT`` made."""
+    panes = []
+    for word in words:
+        parts = word.split(".")
+        if len(parts) != len(_PANE_FIELDS) - 1:
+            raise RowError(f"expected {len(_PANE_FIELDS) - 1} pane fields, got {word!r}")
+        panes.append(_pane([window_id, *parts], word))
+    return tuple(panes)
 
 
 def parse_pane_window_row(row: str) -> tuple[Pane, Window]:

@@ -6,9 +6,10 @@ and some changes are signalled to nobody:
 
 1. notifications: each one marks what it names dirty (a window, or the structure); the
    sync loop re-reads only that, so a burst read in one chunk costs one re-read;
-2. hooks at a private array index for every session, fork-free: they signal a ``wait-for``
-   channel that a separate, unattached ``tmux wait-for`` client waits on (a queued
-   ``wait-for`` would block the observer's own command queue);
+2. hooks at a private array index for every session, fork-free: on 3.4+ a ``%message`` to
+   our control client, on 3.3 a ``wait-for`` channel that a separate, unattached ``tmux
+   wait-for`` client waits on, round after round (a queued ``wait-for`` would block the
+   observer's own command queue);
 3. a safety net: a format subscription digest that tmux itself re-evaluates once a second;
    comparing it with the model names exactly the windows to re-read (respawned panes,
    silent swap-window, renumbering, dead panes), and costs nothing when nothing changed.
@@ -68,9 +69,17 @@ PROBE_TIMEOUT = 5.0  # for the plain clients that read aliases and sessions befo
 # killed between the probe and the attach); twice in a row it is a failure to report.
 EARLY_EXITS = 2
 WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is started again
-# After a hook wakes the waiter, a new waiter takes a few ms to register; two signals in that
-# gap cancel each other in tmux (wait-for semantics).  What they announced is not lost: the
-# digest carries every window's layout, so the safety net re-reads it within about a second.
+# Wake-ups one waiter client serves before the next one takes over.  Its command line grows
+# with it (tmux takes a client's command in one message of at most 16 KiB).
+WAITER_CHAIN = 32
+# The line that ends a waiter's round (never a window row: those begin with "W<TAB>").
+WAITER_MARK = "tmuxlocd-end"
+# A subscription name we never create: removing it is a no-op that fails when the client
+# named is gone.
+ALIVE = "tmuxlocd-alive"
+# Between a waiter's wake-up and its next wait, two signals cancel each other in tmux
+# (wait-for semantics).  What they announced is not lost: the digest carries every window's
+# layout, so the safety net re-reads it within about a second.
 
 
 def socket_dir(env: dict[str, str] | None = None) -> Path:
@@ -439,72 +448,105 @@ class ServerObserver:
         self.mirror.hooks_installed = False
         await client.run(*remove_hooks(self.mirror), timeout=1.0)
         if not uses_message_hooks(self.mirror.version):
-            # Release our waiter, which would otherwise sit in the server until it dies.
+            # Wake our waiter: its next round finds our control client gone, which ends it
+            # (the attachment's end reaps it as well).
             await client.run(self.mirror.spell(("wait-for", "-S", self.channel)), timeout=1.0)
+
+    def _waiter_argv(self) -> list[str]:
+        """One waiter client's commands: ``WAITER_CHAIN`` rounds of waiting and listing.
+
+        A tmux client costs the server far more than a command: at 1,000 panes about 12 ms
+        of CPU to connect and go again, against 3 ms for the listing (measured on 3.3a).  So
+        one client serves many wake-ups: each round waits on the channel, checks that our
+        control client still exists, lists the windows and prints a mark that ends the
+        round (tmux writes each command's output to the client as it runs).  The check
+        fails once our control client has gone (a killed daemon), which ends the client's
+        command list: no waiter outlives its daemon for more than one wake-up.
+        """
+        spell = self.mirror.spell
+        rounds: list[str] = []
+        for _ in range(WAITER_CHAIN):
+            if rounds:
+                rounds.append(";")
+            rounds += [spell.word("wait-for"), self.channel, ";"]
+            rounds += [*spell(("refresh-client", "-t", self.mirror.client_name, "-B", ALIVE))]
+            rounds += [";", *spell(LIST_WINDOWS), ";"]
+            rounds += [*spell(("display-message", "-p", WAITER_MARK))]
+        # -u: without it a client of this cut environment is not UTF-8, and tmux writes its
+        # output with every control character (the rows' TABs) replaced by "_": no row would
+        # parse, and every wake-up would cost a structure re-read.
+        return [self.tmux, "-u", "-S", self.socket_path, *rounds]
+
+    async def _spawn_waiter(self) -> asyncio.subprocess.Process:
+        # The environment is cut to PATH: tmux copies a client's environment into the server.
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *self._waiter_argv(),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                env={"PATH": os.environ.get("PATH", os.defpath)},
+                start_new_session=True,
+                limit=1 << 22,
+            )
+        )
+        try:
+            return await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            # Cancelled while the process was being made: it may exist all the same.
+            with contextlib.suppress(Exception):
+                await reap(await spawn)
+            raise
 
     async def _waiter(self) -> None:
         """The unattached ``tmux wait-for`` client that hooks wake (tmux 3.3).
 
-        Should it end without being woken (killed from outside, or the server is going
-        away), it is started again, after a pause that grows while that repeats; without it
-        hooks would reach nobody for the rest of the attachment.  When the server is gone
-        the attachment ends and cancels this task.
+        Its window rows only say which windows to re-read (over the control connection).
+        The next client is started while the current one still waits its last round, so a
+        signal always finds a waiter.  Should a client end early (killed from outside, the
+        server going away, a command of its list failing), it is replaced after a pause that
+        grows while that repeats; the windows are then listed once, since hooks may have
+        fired while nobody waited.  When the server is gone the attachment ends and cancels
+        this task.
         """
         pause = WAITER_RETRY_MIN
-        spell = self.mirror.spell
-        while True:
-            # The same client lists the windows the moment it is woken: at 1,000 panes every
-            # tmux client and every command costs the server milliseconds, so the wake and
-            # the read share one.  Its rows only say which windows to re-read (over the
-            # control connection).  The environment is cut to PATH: tmux copies a client's
-            # environment into the server.
-            spawn = asyncio.ensure_future(
-                asyncio.create_subprocess_exec(
-                    self.tmux,
-                    "-S",
-                    self.socket_path,
-                    spell.word("wait-for"),
-                    self.channel,
-                    ";",
-                    *spell(LIST_WINDOWS),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.DEVNULL,
-                    env={"PATH": os.environ.get("PATH", os.defpath)},
-                    start_new_session=True,
-                )
-            )
-            try:
-                proc = await asyncio.shield(spawn)
-            except asyncio.CancelledError:
-                # Cancelled while the process was being made: it may exist all the same.
-                with contextlib.suppress(Exception):
-                    await reap(await spawn)
-                raise
-            try:
-                assert proc.stdout is not None
-                # The listing is complete at EOF, which comes as the client exits: act on it
-                # then, before learning the exit status (that takes a child-watcher round).
-                out = await proc.stdout.read()
-                if out and not self._stopping.is_set():
-                    self.mirror.dirty_from_window_rows(out.decode("utf-8", "replace").splitlines())
-                    self._dirty.set()
-                    # Let the sync loop send its query before the next waiter's fork.
+        current: asyncio.subprocess.Process | None = None
+        successor: asyncio.subprocess.Process | None = None
+        try:
+            while True:
+                if current is None:
+                    current, successor = successor or await self._spawn_waiter(), None
+                assert current.stdout is not None
+                woken, rows = 0, []
+                while line := await current.stdout.readline():
+                    text = line.decode("utf-8", "replace").rstrip("\n")
+                    if text != WAITER_MARK:
+                        rows.append(text)
+                        continue
+                    woken += 1
+                    if not self._stopping.is_set():
+                        self.mirror.dirty_from_window_rows(rows)
+                        self._dirty.set()
+                    rows = []
+                    if woken == WAITER_CHAIN - 1 and successor is None:
+                        successor = await self._spawn_waiter()
+                    # Let the sync loop send its query before reading on.
                     await asyncio.sleep(0)
-                rc = await proc.wait()
-            except asyncio.CancelledError:
-                await reap(proc)  # its pipes closed too, even if tmux holds them
-                raise
-            if self._stopping.is_set():
-                return
-            if rc != 0 and not out:  # a listing with status 1: a user's after-hook failed
-                await self._pause(pause)
-                pause = min(pause * 2, RETRY_MAX)
-                self.mark(layouts=True)  # hooks may have fired while nobody waited
-                continue
-            pause = WAITER_RETRY_MIN
-            if not out:
-                self.mark(layouts=True)  # woken, but the listing was lost: read it ourselves
+                await current.wait()
+                current = None
+                if self._stopping.is_set():
+                    return
+                if woken < WAITER_CHAIN:
+                    if woken == 0:
+                        await self._pause(pause)
+                        pause = min(pause * 2, RETRY_MAX)
+                    self.mark(layouts=True)  # hooks may have fired while nobody waited
+                else:
+                    pause = WAITER_RETRY_MIN
+        finally:
+            for proc in (current, successor):
+                if proc is not None:
+                    await reap(proc)  # its pipes closed too, even if tmux holds them
 
     # ------------------------------------------------------------------ notifications
 

@@ -18,7 +18,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -243,6 +243,32 @@ async def test_hook_waiter_sigkill(rig: Rig) -> None:
 
     await wait_until(replaced, 10, "a new hook waiter (and only one)")
     await burst(rig.sock, 20)
+    await rig.healthy()
+
+
+async def test_one_hook_waiter_serves_many_changes(rig: Rig) -> None:
+    """tmux 3.3: one waiter client serves a chain of wake-ups (a tmux client costs the
+    server far more than a command), and the next one takes over when it is used up, with
+    no change in another session missed."""
+    from tmuxlocd.observer import WAITER_CHAIN
+
+    def counted(kind: str, before: int) -> Callable[[], bool]:
+        return lambda: rig.stream.types[kind] > before
+
+    waiters = rig.waiters()
+    if not waiters:
+        pytest.skip("this tmux delivers hooks as messages, no waiter process")
+    for step in range(WAITER_CHAIN // 2 + 4):  # a split and a kill: two wake-ups a step
+        added = rig.stream.types["pane.added"]
+        removed = rig.stream.types["pane.removed"]
+        pane = await tmux_ok(rig.sock, "split-window", "-d", "-P", "-F", "#{pane_id}", "-t", "B:1")
+        await wait_until(counted("pane.added", added), 10, f"the split {step}")
+        await tmux_ok(rig.sock, "kill-pane", "-t", pane.strip())
+        await wait_until(counted("pane.removed", removed), 10, f"the kill {step}")
+        if step == WAITER_CHAIN // 4:
+            assert rig.waiters() == waiters, "a new waiter client within its chain"
+    await wait_until(lambda: len(rig.waiters()) == 1, 10, "one waiter, the next one")
+    assert rig.waiters() != waiters
     await rig.healthy()
 
 

@@ -28,7 +28,7 @@ from tmuxlocd.mirror import (
     run_reread,
     uses_message_hooks,
 )
-from tmuxlocd.model import DIGEST_NAME, PANE_WINDOW_FORMAT
+from tmuxlocd.model import DIGEST_NAME, PANE_WINDOW_FORMAT, Pane, Window
 from tmuxlocd.protocol import (
     NEED_DATA,
     ConfigError,
@@ -41,6 +41,8 @@ from tmuxlocd.protocol import (
     SubscriptionChanged,
     Unknown,
     WindowAdd,
+    WindowPaneChanged,
+    WindowRenamed,
 )
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -153,6 +155,124 @@ def test_hook_messages_stray_lines_and_configuration_errors() -> None:
     hooks = transcript("hooks")
     (stray,) = [e for e in hooks if isinstance(e, Unknown)]
     assert fresh("3.3a").on_event(stray).stray == stray.line[:200]
+
+
+def with_two_panes(mirror: ServerMirror) -> None:
+    mirror.windows["@7"] = Window(id="@7", name="w", layout="old", zoomed=False)
+    mirror.panes["%1"] = Pane(
+        id="%1", window_id="@7", index=0, active=True, tty="/dev/pts/1", pid=10,
+        left=0, top=0, width=80, height=24,
+    )  # fmt: skip
+    mirror.panes["%9"] = Pane(
+        id="%9", window_id="@8", index=0, active=True, tty="/dev/pts/9", pid=90,
+        left=0, top=0, width=80, height=24,
+    )  # fmt: skip
+
+
+def test_a_hook_message_with_the_panes_updates_the_window_without_a_query() -> None:
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    text = (
+        "tmuxlocd window-layout-changed @7 1 b25d,80x24,0,0[80x12,0,0,1,80x11,0,13,2] "
+        "%1.0.0./dev/pts/1.10.0.0.80.12.0 %2.1.1./dev/pts/2.20.0.13.80.11.0"
+    )
+    mirror.on_event(Message(text=text))
+    assert mirror.take() == Dirty(publish=True)
+    window = mirror.windows["@7"]
+    assert (window.layout, window.zoomed, window.active_pane, window.name) == (
+        "b25d,80x24,0,0[80x12,0,0,1,80x11,0,13,2]",
+        True,
+        "%2",
+        "w",
+    )
+    assert sorted(mirror.panes) == ["%1", "%2", "%9"]
+    assert mirror.panes["%2"] == Pane(
+        id="%2", window_id="@7", index=1, active=True, tty="/dev/pts/2", pid=20,
+        left=0, top=13, width=80, height=11,
+    )  # fmt: skip
+    assert mirror.panes["%1"].height == 12 and not mirror.panes["%1"].active
+    # A re-read publishes nothing new on its own: nothing to send.
+    assert next(mirror.reread(Dirty(publish=True)), None) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tmuxlocd window-layout-changed @6 0 L %3.0.1./dev/pts/3.30.0.0.80.24.0",  # unknown
+        "tmuxlocd window-layout-changed @7 0 L %3.0.1./dev/pts/3",  # short pane word
+        "tmuxlocd window-layout-changed @7 0 L %3.x.1./dev/pts/3.30.0.0.80.24.0",
+        "tmuxlocd window-layout-changed @7 2 L %3.0.1./dev/pts/3.30.0.0.80.24.0",
+        "tmuxlocd window-layout-changed @7 0 L",  # no panes
+    ],
+)
+def test_a_hook_message_that_cannot_be_used_is_a_mark(text: str) -> None:
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    before = (dict(mirror.windows), dict(mirror.panes))
+    mirror.on_event(Message(text=text))
+    assert mirror.take() == Dirty(windows={text.split()[2]})
+    assert (mirror.windows, mirror.panes) == before
+
+
+def test_a_hook_message_during_a_reread_is_only_a_mark() -> None:
+    """The re-read's replies may be older than the message and are applied after it."""
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    gen = mirror.reread(Dirty(windows={"@7"}))
+    next(gen)
+    text = "tmuxlocd window-layout-changed @7 0 L %3.0.1./dev/pts/3.30.0.0.80.24.0"
+    mirror.on_event(Message(text=text))
+    assert mirror.dirty == Dirty(windows={"@7"}) and "%3" not in mirror.panes
+    gen.close()
+    assert not mirror.reading
+
+
+SPLIT_MESSAGE = (
+    "tmuxlocd window-layout-changed @7 0 b25d,80x24,0,0[80x12,0,0,1,80x11,0,13,2] "
+    "%1.0.1./dev/pts/1.10.0.0.80.12.0 %2.1.0./dev/pts/2.20.0.13.80.11.0"
+)
+
+
+def test_the_hook_message_answers_the_layout_change_before_it() -> None:
+    """tmux writes %layout-change, then runs the hook: in the observer's own session the
+    message that follows the notification makes its query needless."""
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    mirror.on_event(WindowPaneChanged(window_id="@7", pane_id="%1"))
+    assert mirror.dirty == Dirty(windows={"@7"})
+    mirror.on_event(Message(text=SPLIT_MESSAGE))
+    assert mirror.take() == Dirty(publish=True)
+    assert "%2" in mirror.panes
+
+
+def test_the_hook_message_does_not_answer_a_rename_or_a_later_change() -> None:
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    # The message carries no name: a window renamed before it is still re-read.
+    mirror.on_event(WindowRenamed(window_id="@7", name="x", unlinked=False))
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    mirror.on_event(Message(text=SPLIT_MESSAGE))
+    assert mirror.take() == Dirty(windows={"@7"}, publish=True)
+    # Another window's change stays marked, and so does a change after the message.
+    mirror.on_event(LayoutChange(window_id="@8", layout="L", visible_layout="L", flags=""))
+    mirror.on_event(Message(text=SPLIT_MESSAGE))
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    assert mirror.take() == Dirty(windows={"@7", "@8"}, publish=True)
+    # What was answered is forgotten with the marks taken.
+    mirror.on_event(WindowRenamed(window_id="@7", name="y", unlinked=False))
+    mirror.take()
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    mirror.on_event(Message(text=SPLIT_MESSAGE))
+    assert mirror.take() == Dirty(publish=True)
+
+
+def test_only_tmux_3_3_hooks_follow_the_attached_session() -> None:
+    for version, rehook in (("3.3a", True), ("3.4", False)):
+        mirror = fresh(version)
+        mirror.hooks_installed = True
+        mirror.on_event(SessionChanged(session_id="$3", name="s"))
+        assert mirror.rehook is rehook
 
 
 def test_the_digest_marks_only_what_differs() -> None:
@@ -332,7 +452,10 @@ def test_hook_text_per_version() -> None:
     mirror.version, mirror.client_name = "3.4", "client-9"
     assert hook_command(mirror, "window-layout-changed", "chan") == (
         "display-message -c 'client-9' "
-        "'#{?#{!=:#{session_id},$0},tmuxlocd window-layout-changed #{window_id},}'"
+        "'tmuxlocd window-layout-changed #{window_id} "
+        "#{window_zoomed_flag} #{window_layout}#{P: #{pane_id}.#{pane_index}.#{pane_active}."
+        "#{pane_tty}.#{pane_pid}.#{pane_left}.#{pane_top}.#{pane_width}.#{pane_height}."
+        "#{pane_dead}}'"
     )
     mirror.spell = spelling.choose(["display-message"])
     assert hook_command(mirror, "window-layout-changed", "c").startswith("display -c ")

@@ -1,0 +1,29 @@
+"""The hook waiter's command line (tmux 3.3): built from the mirror's facts, no tmux run."""
+
+from __future__ import annotations
+
+from tmuxlocd import spelling
+from tmuxlocd.hub import Hub
+from tmuxlocd.observer import ALIVE, WAITER_CHAIN, WAITER_MARK, ServerObserver
+
+
+def test_the_waiter_is_a_utf8_client_serving_a_chain_of_rounds() -> None:
+    observer = ServerObserver(Hub(), "/nonexistent/sock", tmux="tmux", hooks=True)
+    observer.mirror.client_name = "client-4242"
+    argv = observer._waiter_argv()
+    # Without -u a client of the waiter's cut environment gets "_" for every TAB.
+    assert argv[:4] == ["tmux", "-u", "-S", "/nonexistent/sock"]
+    assert argv.count("wait-for") == WAITER_CHAIN
+    assert argv.count(WAITER_MARK) == WAITER_CHAIN
+    assert argv.count(ALIVE) == WAITER_CHAIN
+    assert argv[4:9] == ["wait-for", observer.channel, ";", "refresh-client", "-t"]
+    assert argv[9] == "client-4242"
+    # tmux takes a client's command in one message of at most 16 KiB.
+    assert sum(len(a) + 1 for a in argv[4:]) < 12_000
+
+
+def test_the_waiter_respells_its_commands() -> None:
+    observer = ServerObserver(Hub(), "/nonexistent/sock", tmux="tmux", hooks=True)
+    observer.mirror.spell = spelling.choose(["wait-for", "list-windows"])
+    argv = observer._waiter_argv()
+    assert "wait-for" not in argv and "list-windows" not in argv
