@@ -120,8 +120,10 @@ async def test_tmux_pane_is_only_a_hint(api: Api, hub: Hub) -> None:
 
 
 async def test_a_tty_that_is_no_pane(api: Api, hub: Hub) -> None:
-    hub.update(spec_state(A))
     with pty() as (slave, path):
+        # No pane has the caller's tty: the default pane tty (/dev/pts/5) may be the very pty
+        # just opened, so the pane gets a path no terminal has.
+        hub.update(spec_state(A, tty3=path + "-elsewhere"))
         status, body = await run(
             in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%3")
         )
