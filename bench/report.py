@@ -395,6 +395,8 @@ def build_rows(res: Results) -> list[Row]:
         # A listing too cheap to register one clock tick cannot be a denominator.
         r = per / listing if listing > 0 else math.nan
         sess = "the observer's session" if label == "attached" else "another session"
+        # SPEC §10 raised the other sessions' goal to 0.05x; the observer's stays 0.1x.
+        goal = 0.1 if label == "attached" else 0.05
         add(
             Row(
                 "B7",
@@ -405,8 +407,8 @@ def build_rows(res: Results) -> list[Row]:
                 f"one list-panes -a (location fields) {fmt_ms(listing)}; "
                 f"with the daemon's own fields {fmt_ms(own_listing)}",
                 fmt_ratio(r),
-                "≤ 0.1×",
-                None if math.isnan(r) else r <= 0.1,
+                f"≤ {goal}×",
+                None if math.isnan(r) else r <= goal,
             )
         )
     from bench import fanout  # (imports this module: not at the top)
