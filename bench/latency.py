@@ -34,6 +34,7 @@ from bench.runner import (
     Results,
     Subscribers,
     Tap,
+    Targets,
     hook_fifo,
     idle_cpu,
     list_cost,
@@ -107,6 +108,7 @@ async def measure_size(
                 )
             finally:
                 await driver.close()
+        await query_floor(farm, bus, first, plan.props(panes), res)
         daemon = Daemon(farm)
         await daemon.start()
         attached = observer_session(farm, daemon)
@@ -164,6 +166,56 @@ async def measure_size(
         if daemon is not None:
             await daemon.stop()
         farm.kill()
+
+
+async def query_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Results) -> None:
+    """tmux alone, no daemon: a bare control client attached to the split's session sends
+    the daemon's window query (``list-panes -t @W`` with its row format) the moment it reads
+    the ``%layout-change``, as the daemon does on tmux 3.3.  tmux answers it only once it has
+    finished the splitting command, so this is the least a query-based path can add over
+    the ``%layout-change`` alternative."""
+    from tmuxlocd.model import PANE_WINDOW_FORMAT
+    from tmuxlocd.protocol import command
+
+    peer = await attach_control(
+        farm, targets.attached_session, "no-output,ignore-size,read-only", bus
+    )
+    argv = ("list-panes", "-t", targets.attached_window, "-F", PANE_WINDOW_FORMAT)
+    query = command(*argv).decode().rstrip("\n")
+    start = b"%layout-change " + targets.attached_window.encode() + b" "
+    lc: list[float] = []
+    answered: list[float] = []
+    seen: list[float] = []  # this sample's %layout-change
+    replies: list[asyncio.Task[list[bytes]]] = []  # and the query sent on it
+
+    def on_line(t: float, line: bytes) -> None:
+        if not seen and line.startswith(start):
+            seen.append(t)
+            replies.append(asyncio.ensure_future(peer.command(query)))
+
+    peer.on_line = on_line
+    try:
+        for _ in range(n):
+            await bus.quiet(0.06)
+            seen.clear()
+            replies.clear()
+            t0 = time.perf_counter()
+            new = (
+                await farm.arun(
+                    "split-window", "-d", "-t", targets.attached_pane, "-P", "-F", "#{pane_id}",
+                    *PANE_CMD,
+                )
+            ).strip()  # fmt: skip
+            if await bus.wait_for(lambda: bool(replies), 5.0):
+                await replies[0]
+                lc.append(seen[0] - t0)
+                answered.append(time.perf_counter() - t0)
+            await farm.arun("kill-pane", "-t", new)
+    finally:
+        peer.on_line = None
+        await peer.close()
+    res.add("B3 floor layout-change", farm.total, lc)
+    res.add("B3 floor query answered", farm.total, answered)
 
 
 def _sum(before: tuple[float, float] | None, more: tuple[float, float]) -> tuple[float, float]:
@@ -224,6 +276,21 @@ def section(res: Results) -> str:
     if res.misses:
         parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
     parts += ["Samples: " + "; ".join(b3) + ".", ""]
+    floors = []
+    for p in res.facts.get("sizes", []):
+        lc = res.get("B3 floor layout-change", p)
+        answered = res.get("B3 floor query answered", p)
+        if lc and answered:
+            gaps = [b - a for a, b in zip(lc, answered, strict=True)]
+            floors.append(f"{p} panes +{fmt_ms(median(gaps))} (n={len(gaps)})")
+    if floors:
+        parts += [
+            "tmux alone, before the daemon starts: a bare control client's `list-panes -t @W` "
+            "(the daemon's window query), sent as it reads the split's `%layout-change`, is "
+            "answered after that `%layout-change` by: " + "; ".join(floors) + ". A path that "
+            "needs a query (tmux 3.3, the observer's session) cannot beat this.",
+            "",
+        ]
     return "\n".join(parts)
 
 

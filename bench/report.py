@@ -173,7 +173,8 @@ def build_rows(res: Results) -> list[Row]:
             faster=True,
         )
 
-        for conns, least in ((8, 0.7), (1, None)):
+        # SPEC §10 raised B2 from 0.7x to 0.8x of the floor at every size.
+        for conns, least in ((8, 0.8), (1, None)):
             mine, floor = series(f"B2 {conns} self", p), series(f"B2 {conns} floor", p)
             if mine and floor:
                 r = median(mine) / median(floor)
@@ -394,6 +395,8 @@ def build_rows(res: Results) -> list[Row]:
         # A listing too cheap to register one clock tick cannot be a denominator.
         r = per / listing if listing > 0 else math.nan
         sess = "the observer's session" if label == "attached" else "another session"
+        # SPEC §10 raised the other sessions' goal to 0.05x; the observer's stays 0.1x.
+        most = 0.1 if label == "attached" else 0.05
         add(
             Row(
                 "B7",
@@ -404,11 +407,14 @@ def build_rows(res: Results) -> list[Row]:
                 f"one list-panes -a (location fields) {fmt_ms(listing)}; "
                 f"with the daemon's own fields {fmt_ms(own_listing)}",
                 fmt_ratio(r),
-                "≤ 0.1×",
-                None if math.isnan(r) else r <= 0.1,
+                f"≤ {most}×",
+                None if math.isnan(r) else r <= most,
             )
         )
     activity_rows(res, heavy, add)
+    from bench import fanout  # (imports this module: not at the top)
+
+    rows += fanout.rows(res)
     return rows
 
 
@@ -565,6 +571,12 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
 """
 
 
+def fanout_method() -> str:
+    from bench import fanout
+
+    return fanout.METHOD
+
+
 def render(res: Results) -> str:
     rows = build_rows(res)
     f = res.facts
@@ -594,6 +606,7 @@ def render(res: Results) -> str:
         parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
     parts += [
         METHOD,
+        fanout_method(),
         "## All series",
         "",
         series_table(res),

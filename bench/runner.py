@@ -870,6 +870,12 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         res.facts[f"RSS end@{panes}"] = procstat.rss_bytes(daemon.pid)
         own, kids = daemon.cpu()
         res.facts[f"daemon CPU total@{panes}"] = (own, kids)
+        # Fan-out, memory with 1,000 streams and the restart storm: last, as it restarts
+        # the daemon.
+        from bench import fanout
+
+        subs.close()
+        await fanout.measure(farm, daemon, plan.quick, res)
     except Exception:
         if daemon is not None:
             log("daemon log tail:\n" + daemon.tail())

@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from tmuxlocd.errors import SyncFailed
@@ -80,32 +80,58 @@ class ServerEntry:
 Predicate = Callable[[Event], bool]
 
 
-class Subscriber:
-    """One change stream's queue.  ``wait()`` returns the next batch, or raises if lagged."""
+# Writes a publication's admitted items straight to the stream's connection; False when it
+# cannot now (the reader is behind, the connection closing): they are queued instead.
+Sink = Callable[[list[Published]], bool]
 
-    def __init__(self, hub: Hub, predicate: Predicate, maxsize: int) -> None:
+
+class Subscriber:
+    """One change stream's queue.  ``wait()`` returns when there is something to drain.
+
+    With a ``sink`` set (by the stream, once its first frames are written and while its
+    connection takes bytes), admitted events skip the queue and the stream's task: the
+    publisher writes them.  The first time the sink declines, it is dropped, and this batch
+    and every later one are queued, in order, until the stream's task has written them all
+    and sets it again."""
+
+    def __init__(
+        self, hub: Hub, predicate: Predicate, maxsize: int, key: Hashable | None = None
+    ) -> None:
         self.hub = hub
         self.predicate = predicate
+        self.key = key
         self.maxsize = maxsize
         self.queue: deque[Published] = deque()
         self.lagged = False
         self.closed = False
+        self.sink: Sink | None = None
         self._wake = asyncio.Event()
 
-    def offer(self, item: Published) -> None:
-        if self.closed or self.lagged or not self.predicate(item.event):
+    def admit(self, items: list[Published]) -> list[Published]:
+        return [item for item in items if self.predicate(item.event)]
+
+    def offer(self, admitted: list[Published]) -> None:
+        """Items of one publication this subscriber's predicate admits (``admit``)."""
+        if self.closed or self.lagged or not admitted:
             return
-        if len(self.queue) >= self.maxsize:
-            # Falling behind: drop what is queued (memory stays bounded) and remember it, so
-            # the stream can send `lagged` and a fresh snapshot when the reader comes back.
-            self.queue.clear()
-            self.lagged = True
-        else:
+        if self.sink is not None and not self.queue:
+            if self.sink(admitted):
+                return
+            self.sink = None
+        for item in admitted:
+            if len(self.queue) >= self.maxsize:
+                # Falling behind: drop what is queued (memory stays bounded) and remember
+                # it, so the stream can send `lagged` and a fresh snapshot when the reader
+                # comes back.
+                self.queue.clear()
+                self.lagged = True
+                break
             self.queue.append(item)
         self._wake.set()
 
     def close(self) -> None:
         self.closed = True
+        self.sink = None
         self._wake.set()
 
     async def wait(self, timeout: float | None = None) -> None:
@@ -136,6 +162,9 @@ class Hub:
         self.syncer: Syncer | None = None
         # The pane activity watcher (tmuxlocd.activity_watch), once the daemon made one.
         self.activity: ActivityWatcher | None = None
+        # Moves with every applied re-sync and every server that goes or is forgotten: an
+        # answer computed at one version is the answer at that version (memo.Memo).
+        self.version = 0
 
     # ------------------------------------------------------------------ ids
 
@@ -175,6 +204,7 @@ class Hub:
 
     def update(self, state: ServerState) -> list[Published]:
         """Apply a fresh re-sync of one server; publish and return its events."""
+        self.version += 1
         entry = self.server(state.socket_path)
         was_running = entry.state.running
         # A changed server pid changes every window's inputs, so every pane is compared then.
@@ -192,6 +222,7 @@ class Hub:
 
     def server_down(self, socket_path: str, status: ObserverStatus = "down") -> list[Published]:
         """The server went away: its panes are removed, then ``server.down``."""
+        self.version += 1
         entry = self.server(socket_path)
         entry.observer = status
         entry.last_error = None
@@ -208,15 +239,27 @@ class Hub:
         return self.publish(events)
 
     def forget(self, socket_path: str) -> None:
+        self.version += 1
         self.servers.pop(socket_path, None)
+        self._by_rdev = None
 
     # ------------------------------------------------------------------ publishing
 
     def publish(self, events: list[ChangeEvent]) -> list[Published]:
         out = self.journal.stamp(events, self._clock())
-        for item in out:
+        if out:
+            # The whole publication at once: a stream written directly gets it in one write.
+            # Subscribers with one key admit the same items: one of them decides, and all of
+            # them get the same list (its bytes are shared too: streams.EventFrames).
+            admitted: dict[Hashable, list[Published]] = {}
             for sub in self.subscribers:
-                sub.offer(item)
+                if sub.key is None:
+                    sub.offer(sub.admit(out))
+                    continue
+                mine = admitted.get(sub.key)
+                if mine is None:
+                    mine = admitted[sub.key] = sub.admit(out)
+                sub.offer(mine)
         return out
 
     def since(self, seq: int) -> list[Published]:
@@ -230,8 +273,12 @@ class Hub:
         return self.journal.marker(kind, self._clock())
 
     @contextlib.contextmanager
-    def subscribe(self, predicate: Predicate, maxsize: int = QUEUE_SIZE) -> Iterator[Subscriber]:
-        sub = Subscriber(self, predicate, maxsize)
+    def subscribe(
+        self, predicate: Predicate, maxsize: int = QUEUE_SIZE, key: Hashable | None = None
+    ) -> Iterator[Subscriber]:
+        """A subscriber of every later publication; ``key``: subscribers with equal keys
+        have predicates that admit the same events (None: its own)."""
+        sub = Subscriber(self, predicate, maxsize, key)
         self.subscribers.add(sub)
         try:
             yield sub
@@ -331,6 +378,7 @@ __all__ = [
     "ObserverStatus",
     "Published",
     "ServerEntry",
+    "Sink",
     "Subscriber",
     "Syncer",
     "event_type",

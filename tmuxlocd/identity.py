@@ -219,13 +219,29 @@ def tty_path(pid: int, tty_nr: int) -> str | None:
 # The answer of GET /v1/self.
 
 
-def identify(view: View, pid: int, *, accept_ancestor: bool = False) -> SelfAnswer:
+class Own(NamedTuple):
+    """What a caller's own /proc entries say: read on every request, cheap."""
+
+    stat: ProcStat | None
+    env_pane: str | None
+
+
+def own_facts(pid: int) -> Own:
+    stat = read_stat(pid)
+    return Own(stat, env_pane_of(stat, pid))
+
+
+def identify(
+    view: View, pid: int, *, accept_ancestor: bool = False, known: Own | None = None
+) -> SelfAnswer:
     """Where process ``pid`` is (``queries.decide_self``), from what /proc says of it.
 
     Two small reads for a caller in a pane (its stat and, once per process, its
-    environment); the ancestor walk and the tty's path only for a caller that is not.
+    environment: ``own_facts``, or ``known``); the ancestor walk and the tty's path only for a
+    caller that is not.
     """
-    own = read_stat(pid)
+    mine = own_facts(pid) if known is None else known
+    own = mine.stat
     tty_nr = own.tty_nr if own is not None else 0
 
     def stat_of(p: int) -> ProcStat | None:
@@ -235,7 +251,7 @@ def identify(view: View, pid: int, *, accept_ancestor: bool = False) -> SelfAnsw
     facts = CallerFacts(
         pid=pid,
         tty_nr=tty_nr,
-        env_pane=env_pane_of(own, pid),
+        env_pane=mine.env_pane,
         ancestor_tty_nr=lambda: nearest_tty_ancestor(pid, stat_of, skip=tty_nr),
         tty_path=lambda: tty_path(pid, tty_nr),
     )

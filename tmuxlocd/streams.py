@@ -161,6 +161,50 @@ def sse(ident: str, kind: str, data: Iterable[str | bytes]) -> bytes:
 StreamFormat = Literal["sse", "ndjson", "text"]
 
 
+def event_frame(event: Event, json: bytes, fmt: StreamFormat) -> bytes:
+    """One event's frame in an SSE or NDJSON stream (``json``: the event, encoded)."""
+    if fmt == "ndjson":
+        return json + b"\n"
+    return sse(event.id, event_type(event), (json,))
+
+
+def http_chunk(data: bytes) -> bytes:
+    """``data`` as one chunk of an HTTP/1.1 chunked body."""
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+class EventFrames:
+    """The bytes of what is written straight to every ready stream as events are published.
+
+    Streams of one format that tell the same events get the same bytes, so each run of
+    frames is encoded (and chunked) once per publication, however many streams write it.
+    Only the latest publication's bytes are kept: seqs only grow, so older ones never match.
+    """
+
+    def __init__(self) -> None:
+        self._chunks: dict[tuple[str, tuple[int, ...]], bytes] = {}
+        # The same, by the identity of a list the hub gives every stream of one selection
+        # (the list is kept with its bytes, so its id cannot be another's meanwhile).
+        self._lists: dict[tuple[str, int], tuple[list[Published], bytes]] = {}
+        self._newest = 0
+
+    def chunk(self, items: list[Published], fmt: StreamFormat) -> bytes:
+        if items[-1].seq > self._newest:
+            self._chunks.clear()
+            self._lists.clear()
+            self._newest = items[-1].seq
+        shared = self._lists.get((fmt, id(items)))
+        if shared is not None and shared[0] is items:
+            return shared[1]
+        key = (fmt, tuple(item.seq for item in items))
+        data = self._chunks.get(key)
+        if data is None:
+            frames = b"".join(event_frame(item.event, item.json, fmt) for item in items)
+            data = self._chunks[key] = http_chunk(frames)
+        self._lists[(fmt, id(items))] = (items, data)
+        return data
+
+
 class SnapshotFrames:
     """Streams with the same selection that start between the same two events get the same
     bytes: one encoding, one buffer, however many subscribers connect (one per app)."""
@@ -212,6 +256,7 @@ class StreamCore:
         self.members: dict[str, bool] = {}
         self.members_known = True
         self.last_text: str | None = None
+        self.scoped = selection.scoped  # (asked per stream and publication: kept)
 
     # -------------------------------------------------------------- selection
 
@@ -258,7 +303,13 @@ class StreamCore:
 
     def snapshot(self) -> Snapshot:
         snap = self.hub.snapshot(self.selection.matches)
-        self.members = {pane_key(loc.server.socket_path, loc.pane.id): True for loc in snap.panes}
+        # Only window/session selections need it: a dict of every pane for each of 1,000
+        # streams of everything would be most of the daemon's memory.
+        self.members = (
+            {pane_key(loc.server.socket_path, loc.pane.id): True for loc in snap.panes}
+            if self.selection.scoped
+            else {}
+        )
         self.members_known = True
         if self.coalescer is not None:
             self.coalescer.start(snap.panes)
@@ -269,10 +320,7 @@ class StreamCore:
     def frame_event(self, event: Event, json: bytes | None = None) -> bytes:
         if self.fmt == "text":  # only `lagged` gets here: a bare marker, the text follows
             return sse(event.id, event_type(event), ())
-        data = encoder.encode(event) if json is None else json
-        if self.fmt == "ndjson":
-            return data + b"\n"
-        return sse(event.id, event_type(event), (data,))
+        return event_frame(event, encoder.encode(event) if json is None else json, self.fmt)
 
     def frame_text(self, ident: str, kind: str, loc: Location | None, force: bool) -> bytes:
         if loc is None:
@@ -311,10 +359,34 @@ class StreamCore:
                 out.append(self.frame_event(item.event, item.json))
         return out
 
-    def process(self, items: list[Published], now: float) -> list[bytes]:
+    @property
+    def direct(self) -> bool:
+        """Whether published events can be framed for this stream as they come, the same
+        bytes as every other stream of its format (``take``, ``EventFrames``): not when it
+        coalesces or tells its text, which need the stream's own state at write time."""
+        return self.coalescer is None and self.fmt != "text"
+
+    @property
+    def admission(self) -> tuple[Selection, frozenset[str]]:
+        """What ``admits`` depends on besides the event: streams with equal values admit the
+        same events, so the hub asks one of them per publication (Hub.subscribe's key)."""
+        return (self.selection, self.types)
+
+    def take(self, items: list[Published]) -> list[Published]:
+        """Of these published items (in seq order), those this stream tells, in order: each
+        newer than the last it told (its first frames may already cover some), and relevant
+        to it.  The list itself when that is all of them, so that streams of one selection
+        share one list, and its bytes (EventFrames)."""
+        if not self.scoped and items and items[0].seq > self.last_seq:
+            self.last_seq = items[-1].seq
+            return items
         fresh = [item for item in items if item.seq > self.last_seq and self._relevant(item)]
         if fresh:
             self.last_seq = fresh[-1].seq
+        return fresh
+
+    def process(self, items: list[Published], now: float) -> list[bytes]:
+        fresh = self.take(items)
         if self.coalescer is None:
             return self.frame_items(fresh)
         for item in fresh:

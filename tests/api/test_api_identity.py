@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.api.apitest import SPEC_LAYOUT, Api, curl, spec_state
+from tmuxlocd.api import context_of
 from tmuxlocd.hub import Hub
 from tmuxlocd.observer import resolve_server
 
@@ -119,8 +120,10 @@ async def test_tmux_pane_is_only_a_hint(api: Api, hub: Hub) -> None:
 
 
 async def test_a_tty_that_is_no_pane(api: Api, hub: Hub) -> None:
-    hub.update(spec_state(A))
     with pty() as (slave, path):
+        # No pane has the caller's tty: the default pane tty (/dev/pts/5) may be the very pty
+        # just opened, so the pane gets a path no terminal has.
+        hub.update(spec_state(A, tty3=path + "-elsewhere"))
         status, body = await run(
             in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%3")
         )
@@ -249,3 +252,74 @@ async def test_another_uid_is_forbidden(api: Api, hub: Hub) -> None:
         error = json.loads(body)["error"]
         assert (status, error["code"]) == (403, "forbidden"), url
         assert "65534" in error["message"]
+
+
+# One caller process asking on one keep-alive connection, one request per line it reads on
+# the pipe it is given.
+ASK_AGAIN = """
+import http.client, json, os, socket, sys
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect(sys.argv[1])
+conn = C("localhost")
+step = os.fdopen(int(sys.argv[2]))
+for target in iter(step.readline, ""):
+    conn.request("GET", target.strip())
+    r = conn.getresponse()
+    body = r.read()
+    print(r.status, r.getheader("ETag"), json.dumps(body.decode()), flush=True)
+"""
+
+
+async def test_an_unchanged_callers_answer_is_kept_and_never_stale(api: Api, hub: Hub) -> None:
+    """The same caller asking again about an unchanged model gets the same bytes (kept:
+    Context.answers); after a change, at once the new answer, never the kept one."""
+    assert SETSID is not None
+    with pty() as (slave, path):
+        hub.update(spec_state(A, tty3=path))
+        read_end, write_end = os.pipe()
+        proc = await asyncio.create_subprocess_exec(
+            SETSID,
+            "-c",
+            shutil.which("python3") or "python3",
+            "-c",
+            ASK_AGAIN,
+            api.path,
+            str(read_end),
+            stdin=slave,
+            stdout=asyncio.subprocess.PIPE,
+            env=clean_env(),
+            pass_fds=(read_end,),
+        )
+        os.close(read_end)
+        assert proc.stdout is not None
+
+        async def ask(target: str = "/v1/self") -> tuple[str, str, dict[str, Any]]:
+            os.write(write_end, target.encode() + b"\n")
+            assert proc.stdout is not None
+            line = await asyncio.wait_for(proc.stdout.readline(), 20)
+            status, etag, body = line.decode().split(" ", 2)
+            return status, etag, json.loads(json.loads(body))
+
+        try:
+            first = await ask()
+            assert first[0] == "200" and first[2]["location"]["window"]["layout"] != SPEC_LAYOUT
+            assert await ask() == first  # kept: the same answer
+            assert api.app is not None
+            ctx = context_of(api.app)
+            assert len(ctx.answers) == 1  # one question, answered once
+            hub.update(spec_state(A, tty3=path, layout=SPEC_LAYOUT))
+            changed = await ask()
+            assert changed[2]["location"]["window"]["layout"] == SPEC_LAYOUT
+            assert changed[1] != first[1]
+            # The text form is its own question, with its own answer.
+            os.write(write_end, b"/v1/self?format=text\n")
+            text = await asyncio.wait_for(proc.stdout.readline(), 20)
+            assert text.startswith(b"200 ") and b"tmux location:" in text
+            # The pane goes away: no kept answer says it is still there.
+            hub.update(spec_state(A, tty3="/dev/pts/999999"))
+            gone = await ask()
+            assert gone[2]["inside_tmux"] is False and gone[2]["location"] is None
+        finally:
+            os.close(write_end)
+            await asyncio.wait_for(proc.wait(), 20)

@@ -323,20 +323,35 @@ async def test_resume_id_that_left_the_buffer_gives_reset() -> None:
 
 
 async def test_lagged_subscriber_gets_lagged_then_a_fresh_snapshot() -> None:
+    """A reader more than its queue behind is told `lagged`, then gets a fresh snapshot.
+
+    A reader that keeps up is written as events are published and never lags, so the burst
+    is made in one tick, nothing read meanwhile: it fills the connection (past its high-water
+    mark the stream is back on its queue), then the queue of 2."""
     hub = Hub()
-    hub.update(state())
+    many = [Win(f"@{n}", _layout(n), name="w") for n in range(100, 160)]
+    hub.update(state(extra=many))
     async with serve_api(hub, queue_size=2) as api, stream(api) as reader:
         await reader.event()
-        for n in range(4):  # one tick, 12 events: far past the queue of 2
-            hub.update(state(name=f"burst{n}"))
-        lagged = await reader.event()
-        assert lagged["type"] == "lagged" and lagged["id"] == hub.event_id()
+        bursts = 0
+        while not any(s.lagged for s in hub.subscribers):
+            assert bursts < 500, "the stream never fell behind"
+            hub.update(state(extra=[Win(w.id, w.layout, name=f"burst{bursts}") for w in many]))
+            bursts += 1
+        last = f"burst{bursts - 1}"
+        told = []
+        while (ev := await reader.event())["type"] != "lagged":
+            told.append(ev)
+        # What the connection held came first, in order, and none of it was the last burst.
+        ids = [int(ev["id"].rpartition(":")[2]) for ev in told]
+        assert ids == sorted(ids) and {ev["type"] for ev in told} <= {"pane.changed"}
+        assert all(ev["location"]["window"]["name"] != last for ev in told)
+        assert ev["id"] == hub.event_id()
         snap = await reader.event()
         assert snap["type"] == "snapshot" and snap["id"] == hub.event_id()
-        assert {p["window"]["name"] for p in snap["panes"] if p["window"]["id"] == "@2"} == {
-            "burst3"
-        }
-        hub.update(state(name="burst3", logs="marker"))
+        assert {p["window"]["name"] for p in snap["panes"] if p["window"]["id"] == "@100"} == {last}
+        renamed = [Win(w.id, w.layout, name=last) for w in many]
+        hub.update(state(logs="marker", extra=renamed))
         assert brief(await events_until(reader, "marker")) == [("pane.changed", "%7")]
 
 

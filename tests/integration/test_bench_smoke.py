@@ -41,7 +41,7 @@ def test_quick_run_writes_a_table(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     text = out.read_text()
     assert "| # | measurement | panes | median | p99 |" in text
-    for figure in ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "A1", "A2", "A3", "A4"):
+    for figure in ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "A1", "A2", "A3", "A4"):
         assert f"| {figure} |" in text, f"no {figure} row in:\n{text}"
     assert "tmux 3" in text and "cores" in text
     after = recorded.stat().st_mtime_ns if recorded.exists() else None

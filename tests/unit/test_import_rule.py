@@ -33,6 +33,7 @@ CORE = (
     "queries",
     "streams",
     "spelling",
+    "memo",
     "harness",
     "errors",
     "activity",

@@ -41,6 +41,8 @@ from tmuxlocd.protocol import (
     SubscriptionChanged,
     Unknown,
     WindowAdd,
+    WindowPaneChanged,
+    WindowRenamed,
 )
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -225,6 +227,54 @@ def test_a_hook_message_during_a_reread_is_only_a_mark() -> None:
     assert not mirror.reading
 
 
+SPLIT_MESSAGE = (
+    "tmuxlocd window-layout-changed @7 0 b25d,80x24,0,0[80x12,0,0,1,80x11,0,13,2] "
+    "%1.0.1./dev/pts/1.10.0.0.80.12.0 %2.1.0./dev/pts/2.20.0.13.80.11.0"
+)
+
+
+def test_the_hook_message_answers_the_layout_change_before_it() -> None:
+    """tmux writes %layout-change, then runs the hook: in the observer's own session the
+    message that follows the notification makes its query needless."""
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    mirror.on_event(WindowPaneChanged(window_id="@7", pane_id="%1"))
+    assert mirror.dirty == Dirty(windows={"@7"})
+    mirror.on_event(Message(text=SPLIT_MESSAGE))
+    assert mirror.take() == Dirty(publish=True)
+    assert "%2" in mirror.panes
+
+
+def test_the_hook_message_does_not_answer_a_rename_or_a_later_change() -> None:
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    # The message carries no name: a window renamed before it is still re-read.
+    mirror.on_event(WindowRenamed(window_id="@7", name="x", unlinked=False))
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    mirror.on_event(Message(text=SPLIT_MESSAGE))
+    assert mirror.take() == Dirty(windows={"@7"}, publish=True)
+    # Another window's change stays marked, and so does a change after the message.
+    mirror.on_event(LayoutChange(window_id="@8", layout="L", visible_layout="L", flags=""))
+    mirror.on_event(Message(text=SPLIT_MESSAGE))
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    assert mirror.take() == Dirty(windows={"@7", "@8"}, publish=True)
+    # What was answered is forgotten with the marks taken.
+    mirror.on_event(WindowRenamed(window_id="@7", name="y", unlinked=False))
+    mirror.take()
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    mirror.on_event(Message(text=SPLIT_MESSAGE))
+    assert mirror.take() == Dirty(publish=True)
+
+
+def test_only_tmux_3_3_hooks_follow_the_attached_session() -> None:
+    for version, rehook in (("3.3a", True), ("3.4", False)):
+        mirror = fresh(version)
+        mirror.hooks_installed = True
+        mirror.on_event(SessionChanged(session_id="$3", name="s"))
+        assert mirror.rehook is rehook
+
+
 def test_the_digest_marks_only_what_differs() -> None:
     snap = load(DATA / "mirror" / "3.3a.json")["before"]
     mirror = fresh("3.3a")
@@ -402,10 +452,10 @@ def test_hook_text_per_version() -> None:
     mirror.version, mirror.client_name = "3.4", "client-9"
     assert hook_command(mirror, "window-layout-changed", "chan") == (
         "display-message -c 'client-9' "
-        "'#{?#{!=:#{session_id},$0},tmuxlocd window-layout-changed #{window_id} "
+        "'tmuxlocd window-layout-changed #{window_id} "
         "#{window_zoomed_flag} #{window_layout}#{P: #{pane_id}.#{pane_index}.#{pane_active}."
         "#{pane_tty}.#{pane_pid}.#{pane_left}.#{pane_top}.#{pane_width}.#{pane_height}."
-        "#{pane_dead}},}'"
+        "#{pane_dead}}'"
     )
     mirror.spell = spelling.choose(["display-message"])
     assert hook_command(mirror, "window-layout-changed", "c").startswith("display -c ")

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tmuxlocd.api.auth import Guard
+from tmuxlocd.api.replies import Prepared
 from tmuxlocd.hub import Hub
-from tmuxlocd.streams import SnapshotFrames
+from tmuxlocd.memo import Memo
+from tmuxlocd.streams import EventFrames, SnapshotFrames
 
 if TYPE_CHECKING:
     from tmuxlocd.api.events import Stream
@@ -34,4 +36,6 @@ class Context:
         self.guard = Guard(settings.tcp_token)
         self.streams: set[Stream] = set()
         self.frames = SnapshotFrames()  # snapshot frames shared by the streams of this app
+        self.event_frames = EventFrames()  # and what the publisher writes to them directly
+        self.answers: Memo[Prepared] = Memo()  # GET /v1/self, per caller, per model version
         self.openapi: bytes | None = None  # the document, made on first request

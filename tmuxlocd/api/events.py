@@ -3,6 +3,13 @@
 Each change stream is its own request task with a bounded hub queue: a slow reader blocks
 only its own writes, and when it falls too far behind it is told ``lagged`` and given a fresh
 snapshot instead of growing the daemon's memory.
+
+A plain SSE or NDJSON stream whose reader keeps up is written by the publisher itself: once
+the task has written all it had, it sets the subscriber's sink, and each publication goes
+straight to the connection as one chunk shared by every stream of its format (no task wake,
+no per-stream encoding).  When the connection's buffer is over its high-water mark (or it is
+closing) the sink declines, and the stream is back on its queue: the task writes, waiting on
+the reader under the write timeout, and the queue's bound still ends in ``lagged``.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import contextlib
 import logging
 
 from aiohttp import web
+from aiohttp.base_protocol import BaseProtocol
 
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError
@@ -21,9 +29,19 @@ from tmuxlocd.api.waits import activity_interest
 from tmuxlocd.events import ACTIVITY_TYPES, CHANGE_TYPES, HEARTBEAT_JSON
 from tmuxlocd.hub import Published, Subscriber
 from tmuxlocd.queries import Selection
-from tmuxlocd.streams import SSE_HEARTBEAT, StreamCore, StreamFormat
+from tmuxlocd.streams import SSE_HEARTBEAT, EventFrames, StreamCore, StreamFormat
 
 log = logging.getLogger(__name__)
+
+# A snapshot (most of a megabyte at 1,000 panes) goes out in pieces of this size, each once
+# the connection has taken the last: a thousand streams starting at once then hold a thousand
+# pieces, not a thousand copies of the snapshot.
+WRITE_SLICE = 16 * 1024
+# What a stream's connection may hold in the daemon before its writer waits (and direct
+# writes stop): the kernel's socket buffer holds far more; past both, the reader is behind.
+# asyncio's default of 64 KiB, times 1,000 streams starting at once, left some 60 MB of
+# freed but unreturned heap behind (B4).
+STREAM_HIGH_WATER = 16 * 1024
 
 
 class Stream(StreamCore):
@@ -51,8 +69,12 @@ class Stream(StreamCore):
             with_neighbors=with_neighbors,
         )
         self.settings = ctx.settings
+        self.event_frames: EventFrames = ctx.event_frames
         self.sub: Subscriber | None = None
         self.closing = False
+        # Set when direct writes may be made: the connection and its aiohttp protocol.
+        self.transport: asyncio.Transport | None = None
+        self.protocol: BaseProtocol | None = None
 
     def close(self) -> None:
         self.closing = True
@@ -80,6 +102,50 @@ class Stream(StreamCore):
         self.last_seq = snap.seq
         return self.frame_snapshot(snap)
 
+    def _sink(self, items: list[Published]) -> bool:
+        """The publisher's write (Subscriber.sink): False leaves the items to the queue.
+        (Run for every stream of every publication: kept to a few checks.)"""
+        transport, protocol = self.transport, self.protocol
+        if transport is None or protocol is None or transport.is_closing():
+            return False
+        if protocol.writing_paused:
+            return False
+        told = self.take(items)
+        if told:
+            transport.write(self.event_frames.chunk(told, self.fmt))
+        return True
+
+    def _go_direct(self, sub: Subscriber) -> None:
+        """After the task wrote all it had: let the publisher write what comes next."""
+        transport, protocol = self.transport, self.protocol
+        if (
+            transport is not None
+            and protocol is not None
+            and not (sub.queue or sub.lagged or sub.closed or self.closing)
+            and not transport.is_closing()
+            and not protocol.writing_paused
+        ):
+            sub.sink = self._sink
+
+    async def _send(
+        self, request: web.Request, response: web.StreamResponse, out: list[bytes]
+    ) -> None:
+        """Write ``out`` and wait until the connection is below its high-water mark (direct
+        writes bypass aiohttp's own count of what it wrote, so its wait alone is not enough).
+        Large frames go in slices, each written once the last is taken (WRITE_SLICE)."""
+        if sum(len(frame) for frame in out) <= WRITE_SLICE:
+            pieces: list[bytes | memoryview] = [b"".join(out)]
+        else:
+            pieces = []
+            for frame in out:
+                view = memoryview(frame)
+                pieces += [view[at : at + WRITE_SLICE] for at in range(0, len(frame), WRITE_SLICE)]
+        async with asyncio.timeout(self.settings.write_timeout):
+            for piece in pieces:
+                await response.write(piece)
+                if request.protocol.writing_paused:
+                    await request.writer.drain()
+
     def _heartbeat(self) -> bytes:
         return HEARTBEAT_JSON + b"\n" if self.fmt == "ndjson" else SSE_HEARTBEAT
 
@@ -90,14 +156,19 @@ class Stream(StreamCore):
         response = web.StreamResponse(
             headers={"Content-Type": content_type, "Cache-Control": "no-cache"}
         )
-        with self.hub.subscribe(self.admits, self.settings.queue_size) as sub:
+        with self.hub.subscribe(self.admits, self.settings.queue_size, self.admission) as sub:
             self.sub = sub
             first, backlog = self._first_frames(resume, reset)
             try:
                 await response.prepare(request)
             except ConnectionError:
                 return response  # the client hung up before the stream began
-            pump = self._pump(response, sub, first, backlog)
+            if request.transport is not None:
+                request.transport.set_write_buffer_limits(high=STREAM_HIGH_WATER)
+            if self.direct and response.headers.get("Transfer-Encoding") == "chunked":
+                # (An HTTP/1.0 reader gets no chunks: its stream stays on the task's writes.)
+                self.transport, self.protocol = request.transport, request.protocol
+            pump = self._pump(request, response, sub, first, backlog)
             del first, backlog  # the pump owns them now, and lets them go once written
             try:
                 await pump
@@ -115,6 +186,7 @@ class Stream(StreamCore):
 
     async def _pump(
         self,
+        request: web.Request,
         response: web.StreamResponse,
         sub: Subscriber,
         out: list[bytes],
@@ -131,9 +203,10 @@ class Stream(StreamCore):
                 out.append(self._heartbeat())
                 next_beat = now + self.settings.heartbeat
             if out:
-                async with asyncio.timeout(self.settings.write_timeout):
-                    await response.write(b"".join(out))
+                sub.sink = None  # the task writes now: nothing may come between its bytes
+                await self._send(request, response, out)
                 out = []
+            self._go_direct(sub)
             timeout = next_beat - loop.time()
             if self.coalescer is not None and self.coalescer.holding:
                 timeout = min(timeout, self.coalescer.next_allowed - loop.time())

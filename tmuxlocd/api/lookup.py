@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Hashable
 from typing import Literal
 
 from aiohttp import web
@@ -12,7 +13,7 @@ from tmuxlocd.answers import SelfAnswer
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError, ambiguous, sync_failed
 from tmuxlocd.errors import SyncFailed
-from tmuxlocd.identity import identify
+from tmuxlocd.identity import Own, identify, own_facts
 from tmuxlocd.location import Location
 from tmuxlocd.observer import resolve_server
 from tmuxlocd.queries import Selection
@@ -35,9 +36,11 @@ class Lookup:
         self.accept_ancestor = accept is not None
         self.server_name = server
         self._self: SelfAnswer | None = None
+        self._own: tuple[int, Own] | None = None
 
-    def who(self) -> SelfAnswer:
-        if self._self is None:
+    def caller(self) -> tuple[int, Own]:
+        """The caller's pid and what its own /proc entries say (read once per request)."""
+        if self._own is None:
             kind, pid = self.ctx.guard.listener(self.request)
             if kind != "unix" or pid is None:
                 raise ApiError(
@@ -45,8 +48,23 @@ class Lookup:
                     "no_peer_credentials",
                     "'self' needs the Unix socket: TCP carries no peer credentials",
                 )
-            self._self = identify(self.hub, pid, accept_ancestor=self.accept_ancestor)
+            self._own = pid, own_facts(pid)
+        return self._own
+
+    def who(self) -> SelfAnswer:
+        if self._self is None:
+            pid, own = self.caller()
+            self._self = identify(self.hub, pid, accept_ancestor=self.accept_ancestor, known=own)
         return self._self
+
+    def self_question(self, *query: object) -> Hashable | None:
+        """What the answer of a caller in a pane depends on besides the model: its pid, its
+        tty, its TMUX_PANE, and the query.  None for a caller with no tty, whose answer
+        depends on its ancestors too (never kept)."""
+        pid, own = self.caller()
+        if own.stat is None or own.stat.tty_nr == 0:
+            return None
+        return (pid, own.stat.tty_nr, own.env_pane, self.accept_ancestor, *query)
 
     def self_location(self) -> Location:
         answer = self.who()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import NamedTuple
 
 from aiohttp import web
 
@@ -22,13 +23,24 @@ def _etag_matches(header: str, etag: str) -> bool:
     return False
 
 
-def answer(
-    request: web.Request,
-    body: bytes,
-    content_type: str = "application/json",
-    etag_of: bytes | None = None,
-) -> web.Response:
-    etag = _etag(body if etag_of is None else etag_of)
+class Prepared(NamedTuple):
+    """An answer's body, type and ETag: what a request needs besides its own headers (and
+    what may be kept for the next equal question: memo.Memo)."""
+
+    body: bytes
+    content_type: str
+    etag: str
+
+
+def prepare(
+    body: bytes, content_type: str = "application/json", etag_of: bytes | None = None
+) -> Prepared:
+    return Prepared(body, content_type, _etag(body if etag_of is None else etag_of))
+
+
+def respond(request: web.Request, ready: Prepared) -> web.Response:
+    """The answer, or 304 when the request's If-None-Match names its ETag."""
+    body, content_type, etag = ready
     inm = request.headers.get("If-None-Match")
     headers = {"ETag": etag, "Vary": "Accept"}
     if inm is not None and _etag_matches(inm, etag):
@@ -38,8 +50,21 @@ def answer(
     return web.Response(body=body, content_type=content_type, headers=headers)
 
 
+def answer(
+    request: web.Request,
+    body: bytes,
+    content_type: str = "application/json",
+    etag_of: bytes | None = None,
+) -> web.Response:
+    return respond(request, prepare(body, content_type, etag_of))
+
+
 def json_answer(request: web.Request, value: object) -> web.Response:
     return answer(request, encoder.encode(value))
+
+
+def prepare_json(value: object) -> Prepared:
+    return prepare(encoder.encode(value))
 
 
 def wants_text(request: web.Request, fmt: str | None) -> bool:
@@ -53,6 +78,10 @@ def wants_text(request: web.Request, fmt: str | None) -> bool:
 def text_answer(
     request: web.Request, loc: Location, turn: int | None, with_neighbors: bool
 ) -> web.Response:
+    return respond(request, prepare_text(loc, turn, with_neighbors))
+
+
+def prepare_text(loc: Location, turn: int | None, with_neighbors: bool) -> Prepared:
     """The text form.  Its ETag is that of the text without the turn label: a harness asks
     each turn with ``turn=N`` and ``If-None-Match`` and must get 304 while the location is
     unchanged (the per-turn pattern), which an ETag over the label could never give."""
@@ -60,4 +89,4 @@ def text_answer(
     unlabelled = (
         body if turn is None else text_form(loc, with_neighbors=with_neighbors).encode("utf-8")
     )
-    return answer(request, body, "text/plain", etag_of=unlabelled)
+    return prepare(body, "text/plain", etag_of=unlabelled)

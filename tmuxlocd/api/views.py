@@ -36,7 +36,15 @@ from tmuxlocd.api.params import (
     SyncQuery,
     TreeQuery,
 )
-from tmuxlocd.api.replies import answer, json_answer, text_answer, wants_text
+from tmuxlocd.api.replies import (
+    answer,
+    json_answer,
+    prepare_json,
+    prepare_text,
+    respond,
+    text_answer,
+    wants_text,
+)
 from tmuxlocd.errors import SyncFailed
 from tmuxlocd.events import encoder
 from tmuxlocd.observer import resolve_server
@@ -49,12 +57,22 @@ _ACCEPTED = encoder.encode(Accepted())
 async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept)
     await look.fresh(q.fresh)
+    text = wants_text(request, q.format)
+    # A caller in a pane asking again, the model unchanged: the same bytes as last time.
+    version = ctx.hub.version
+    question = look.self_question(text, q.turn, q.neighbors)
+    if question is not None and (kept := ctx.answers.get(version, question)) is not None:
+        return respond(request, kept)
     who = look.who()
-    if not wants_text(request, q.format):
-        return json_answer(request, who)
-    if who.location is None:
+    if not text:
+        ready = prepare_json(who)
+    elif who.location is None:
         return web.Response(status=204)
-    return text_answer(request, who.location, q.turn, q.neighbors)
+    else:
+        ready = prepare_text(who.location, q.turn, q.neighbors)
+    if question is not None and who.verified_by == "tty":
+        ctx.answers.put(version, question, ready)
+    return respond(request, ready)
 
 
 async def get_pane(ctx: Context, request: web.Request, q: PaneQuery) -> web.StreamResponse:

@@ -1,0 +1,312 @@
+"""B8 fan-out, B4 at 1,000 subscribers and B9 the reconnect storm, on one size's daemon.
+
+The subscribers live in ``bench.fanout_probe``, a process of their own with raw sockets under
+one epoll, so that what is measured is the daemon's fan-out and not the measuring client's.
+This runs last for a size: the storm restarts the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bench import procstat
+from bench.report import Row
+from bench.runner import REPO, Daemon, Results, http_json, log, observer_session, pick_targets
+from bench.stats import fmt_bytes, fmt_ms, median, p99
+from bench.tmuxfarm import PANE_CMD, Farm, clean_env
+
+MB = 1_000_000
+TARGET = "/v1/events?format=ndjson"
+
+
+@dataclass(frozen=True)
+class FanPlan:
+    counts: tuple[int, ...]  # subscriber counts, ascending; the first is the CPU baseline
+    changes: int  # split+kill pairs per count
+    gap_s: float
+    storm: int  # streams held through the restart
+
+    @classmethod
+    def make(cls, quick: bool) -> FanPlan:
+        if quick:
+            return cls(counts=(1, 10), changes=3, gap_s=0.06, storm=10)
+        return cls(counts=(1, 100, 1000), changes=30, gap_s=0.06, storm=1000)
+
+
+class ProbeProc:
+    """``bench.fanout_probe`` as a child process, one JSON line each way per command."""
+
+    def __init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.fanout_probe",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=clean_env(),
+            cwd=str(REPO),
+            limit=1 << 20,
+        )
+
+    async def send(self, kind: str, **args: Any) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"kind": kind, **args}).encode() + b"\n")
+        await self.proc.stdin.drain()
+
+    async def answer(self, timeout: float = 600.0) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+        if not line:
+            raise RuntimeError("the fan-out probe went away")
+        result: dict[str, Any] = json.loads(line)
+        if result.get("ok") is False:
+            raise RuntimeError(f"fan-out probe: {result.get('error')}")
+        return result
+
+    async def job(self, kind: str, timeout: float = 600.0, **args: Any) -> dict[str, Any]:
+        await self.send(kind, **args)
+        return await self.answer(timeout)
+
+    async def stop(self) -> None:
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        try:
+            await self.job("close", timeout=30)
+            await asyncio.wait_for(self.proc.wait(), 30)
+        except (TimeoutError, RuntimeError, BrokenPipeError, ConnectionError):
+            self.proc.kill()
+            await self.proc.wait()
+
+
+async def no_streams(daemon: Daemon, timeout: float = 30.0) -> None:
+    """Until the daemon holds no stream (those of earlier measurements end as it sees their
+    connections close): this one needs all 1,000 of its streams."""
+    deadline = time.monotonic() + timeout
+    while (await http_json(daemon.socket, "/v1/health")).get("subscribers"):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the daemon still holds streams of earlier measurements")
+        await asyncio.sleep(0.05)
+
+
+async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None:
+    plan = FanPlan.make(quick)
+    panes = farm.total
+    await no_streams(daemon)
+    targets = pick_targets(farm, observer_session(farm, daemon))
+    split = farm.argv(
+        "split-window", "-d", "-t", targets.attached_pane, "-P", "-F", "#{pane_id}", *PANE_CMD
+    )
+    kill = farm.argv("kill-pane", "-t", "{pane}")
+    probe = ProbeProc()
+    await probe.start()
+    res.facts[f"B4 RSS before the streams@{panes}"] = procstat.rss_bytes(daemon.pid)
+    try:
+        held = 0
+        for count in plan.counts:
+            log(f"{panes} panes: B8 fan-out to {count} subscriber(s)")
+            got = await probe.job("connect", socket=daemon.socket, target=TARGET, n=count - held)
+            held = count
+            res.facts[f"B8 connect s@{panes}/{count}"] = got["seconds"]
+            cpu0 = procstat.cpu_seconds(daemon.pid)
+            out = await probe.job(
+                "changes", split=split, kill=kill, k=plan.changes, gap_s=plan.gap_s
+            )
+            cpu = procstat.cpu_seconds(daemon.pid) - cpu0
+            res.add(f"B8 {count} first", panes, out["first"])
+            res.add(f"B8 {count} last", panes, out["last"])
+            spread = [b - a for a, b in zip(out["first"], out["last"], strict=True)]
+            res.add(f"B8 {count} spread", panes, spread)
+            res.facts[f"B8 cpu per event@{panes}/{count}"] = cpu / max(out["lines"], 1)
+            res.facts[f"B8 events@{panes}/{count}"] = out["lines"]
+            if out["misses"]:
+                res.misses.append(f"B8 {count} at {panes} panes: {out['misses']} timed out")
+        # B4: memory with every stream connected, nothing happening.
+        res.facts[f"B4 RSS 1000@{panes}"] = (held, procstat.rss_bytes(daemon.pid))
+
+        # B9: restart the daemon under `storm` streams, each resuming with Last-Event-ID.
+        if plan.storm > held:
+            await probe.job("connect", socket=daemon.socket, target=TARGET, n=plan.storm - held)
+        log(f"{panes} panes: B9 restart under {plan.storm} subscribers")
+        await probe.send("storm", timeout=60)
+        await probe.answer(30)  # armed
+        t_stop = time.perf_counter()
+        await daemon.stop()
+        t_spawn = time.perf_counter()
+        await daemon.start()
+        t_ready = time.perf_counter()
+        storm = await probe.answer(120)
+        res.facts[f"B9@{panes}"] = {
+            **{k: v for k, v in storm.items() if k != "ok"},
+            "t_stop": t_stop,
+            "t_spawn": t_spawn,
+            "t_ready": t_ready,
+        }
+    finally:
+        await probe.stop()
+
+
+def rows(res: Results) -> list[Row]:
+    """The goal rows of B8, B4 at 1,000 subscribers and B9."""
+    out: list[Row] = []
+    sizes: list[int] = res.facts.get("sizes", [])
+    for p in sizes:
+        counts = sorted(
+            int(name.split()[1])
+            for name in res.series
+            if name.endswith(" spread") and name.startswith("B8 ") and p in res.series[name]
+        )
+        base = res.facts.get(f"B8 cpu per event@{p}/{counts[0]}") if counts else None
+        for n in counts:
+            spread = res.get(f"B8 {n} spread", p)
+            first = res.get(f"B8 {n} first", p)
+            if not spread or n < 2:
+                continue
+            goal_ms = 1.0 if n <= 100 else 10.0
+            out.append(
+                Row(
+                    "B8",
+                    f"an event at the last of {n} subscribers, after the first",
+                    str(p),
+                    fmt_ms(median(spread)),
+                    fmt_ms(p99(spread)),
+                    f"first after the split's spawn {fmt_ms(median(first))}",
+                    "",
+                    f"≤ {goal_ms:g} ms" if n in (100, 1000) else "",
+                    median(spread) * 1000 <= goal_ms if n in (100, 1000) else None,
+                )
+            )
+            cpu = res.facts.get(f"B8 cpu per event@{p}/{n}")
+            if cpu is not None and base is not None:
+                per = (cpu - base) / (n - counts[0])
+                out.append(
+                    Row(
+                        "B8",
+                        f"daemon CPU per event and subscriber ({n} subscribers)",
+                        str(p),
+                        f"{per * 1e6:.1f} µs",
+                        "",
+                        f"per event {fmt_ms(cpu)} with {n}, {fmt_ms(base)} with {counts[0]}",
+                        "",
+                        "",
+                        None,
+                    )
+                )
+    for p in sizes:
+        held_rss = res.facts.get(f"B4 RSS 1000@{p}")
+        if held_rss is not None and p == max(sizes):
+            held, rss = held_rss
+            before = res.facts.get(f"B4 RSS before the streams@{p}")
+            out.append(
+                Row(
+                    "B4",
+                    f"daemon RSS with {held} subscribers",
+                    str(p),
+                    fmt_bytes(rss),
+                    "",
+                    f"before them {fmt_bytes(before)}: {(rss - before) / held / 1024:.0f} KiB "
+                    "per stream"
+                    if before is not None and held
+                    else "",
+                    "",
+                    "≤ 120 MB" if held >= 1000 else "",
+                    rss <= 120 * MB if held >= 1000 else None,
+                )
+            )
+    for p in sizes:
+        storm = res.facts.get(f"B9@{p}")
+        if storm is None:
+            continue
+        last = storm.get("last_snapshot")
+        took = last - storm["t_spawn"] if last is not None else float("inf")
+        refused = sum(storm.get("statuses", {}).values())
+        ok = storm["resumed"] == storm["streams"] and refused == 0
+        out.append(
+            Row(
+                "B9",
+                f"restart under {storm['streams']} Last-Event-ID subscribers → the last "
+                "one's snapshot",
+                str(p),
+                fmt_ms(took) if last is not None else "never",
+                "",
+                f"{storm['resumed']} of {storm['streams']} resumed, {refused} refused; "
+                f"from the old one's stop {fmt_ms(last - storm['t_stop']) if last else '—'}, "
+                f"new one ready {fmt_ms(storm['t_ready'] - storm['t_spawn'])}",
+                "",
+                "all, ≤ 2 s",
+                ok and took <= 2.0,
+            )
+        )
+    return out
+
+
+__all__ = ["METHOD", "FanPlan", "measure", "rows"]
+
+METHOD = """\\
+- B8/B4/B9 (`bench.fanout`): the subscribers are held by `bench.fanout_probe`, one process
+  with raw non-blocking sockets under one epoll, each read timestamped as it returns (an
+  upper bound of the arrival).  B8: `split-window -d` (subprocess) in the observer's session,
+  then `kill-pane`, 60 ms of quiet before each; the spread is the last subscriber's
+  `pane.added` less the first's, in the same sample.  CPU per event and subscriber: the
+  daemon's CPU per event line with N subscribers less that with 1, over N - 1.  B4: RSS with
+  every stream connected and idle.  B9: SIGTERM to the daemon, a new one started at once;
+  every stream that ends reconnects with its `Last-Event-ID` (retrying while nothing
+  listens); the time is from the new process's spawn to the last stream's snapshot of the
+  new instance.
+"""
+
+
+async def _alone(sizes: tuple[int, ...], quick: bool) -> Results:
+    import os
+    import shutil
+
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise SystemExit("no tmux on PATH")
+    res = Results()
+    res.facts["sizes"] = list(sizes)
+    for panes in sizes:
+        load0 = os.getloadavg()[0]
+        farm = Farm(tmux, panes)
+        daemon = Daemon(farm)
+        try:
+            await asyncio.to_thread(farm.build, list(PANE_CMD), str(REPO))
+            await daemon.start()
+            await measure(farm, daemon, quick, res)
+        finally:
+            await daemon.stop()
+            farm.kill()
+        res.facts[f"load average (1 min) before, after@{panes}"] = (load0, os.getloadavg()[0])
+    return res
+
+
+def main() -> int:
+    """``python -m bench.fanout [--quick] [--sizes 10,1000]``: these rows alone (no file)."""
+    import argparse
+
+    from bench.report import goal_table, series_table
+
+    parser = argparse.ArgumentParser(prog="python -m bench.fanout", description=main.__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes", default="10,100,1000")
+    args = parser.parse_args()
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    res = asyncio.run(_alone(sizes, args.quick))
+    print(goal_table(rows(res)))
+    print()
+    print(series_table(res))
+    for key, value in sorted(res.facts.items()):
+        print(f"- {key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

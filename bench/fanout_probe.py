@@ -1,0 +1,370 @@
+"""A lean holder of many ``/v1/events`` streams, as its own process (B4, B8, B9).
+
+``python -m bench.fanout_probe`` reads one JSON command per line on stdin and answers one
+JSON line on stdout.  It holds its streams on raw non-blocking sockets under one epoll, and
+takes for every stream the time of the epoll wait that reported its bytes, so that 1,000
+subscribers cost the measuring side a few microseconds each (an asyncio protocol per stream
+costs ten times that, and the measured spread would be the client's own).  A time is when
+this process learnt that the bytes were there: an upper bound of when they arrived.
+
+Commands:
+
+- ``connect {socket, target, n}``: open ``n`` more streams, answer when each has its snapshot.
+- ``changes {split, kill, k, gap_s}``: ``k`` times run the ``split`` argv (which prints the new
+  pane id), wait until every stream has its ``pane.added``, then the ``kill`` argv (with
+  ``{pane}`` in it) and wait for every ``pane.removed``; answers the first and last arrival of
+  each ``pane.added`` after the spawn, and the event lines one stream got.
+- ``storm {timeout}``: answers ``{"armed": true}`` at once; then every stream that ends is
+  reopened with ``Last-Event-ID`` (retrying while nothing listens), until each has a snapshot
+  of another daemon instance; answers when each got it, and what was refused.
+- ``close``: close every stream and exit.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import select
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+HEAD, SIZE, DATA = 0, 1, 2
+
+
+class Sub:
+    """One stream: an HTTP/1.1 chunked NDJSON response, parsed just enough."""
+
+    def __init__(self, path: str, target: str) -> None:
+        self.path = path
+        self.target = target
+        self.sock: socket.socket | None = None
+        self.raw = bytearray()
+        self.partial: list[bytes] = []  # the start of a line that continues in the next chunk
+        self.unparsed: list[bytes] = []  # read while measuring, parsed after
+        self.tail = b""  # the end of the last read, for a pattern cut in two
+        self.state = HEAD
+        self.need = 0
+        self.status = 0
+        self.last_id: str | None = None
+        self.snapshot_at: float | None = None  # when the latest snapshot was complete
+        self.snapshot_instance: str | None = None
+        self.lines = 0
+        self.pattern: bytes | None = None
+        self.hit: float | None = None
+        self.ended = False
+
+    def open(self, resume: bool) -> bool:
+        """Connect (non-blocking: a Unix connect either succeeds at once or fails) and send
+        the request; False when nothing accepted it."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.connect(self.path)
+        except OSError:
+            sock.close()
+            return False
+        head = f"GET {self.target} HTTP/1.1\r\nHost: localhost\r\n"
+        if resume and self.last_id is not None:
+            head += f"Last-Event-ID: {self.last_id}\r\n"
+        sock.sendall((head + "\r\n").encode())
+        self.sock, self.raw, self.state, self.status, self.ended = sock, bytearray(), HEAD, 0, False
+        self.partial = []
+        return True
+
+    def fileno(self) -> int:
+        assert self.sock is not None
+        return self.sock.fileno()
+
+    def read(self, now: float) -> None:
+        assert self.sock is not None
+        try:
+            data = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.ended = True
+            return
+        if self.pattern is not None:
+            # Measuring: only look for the pattern (across the last read's end too), and
+            # parse later, so that reading 1,000 streams keeps up with their writer.
+            seen = self.tail + data[: len(self.pattern)]
+            if self.pattern in data or self.pattern in seen:
+                self.pattern, self.hit = None, now
+            self.tail = data[-len(self.pattern or b"") :] if self.pattern else b""
+            self.unparsed.append(data)
+            return
+        self.flush(now)
+        self.raw += data
+        self._parse(now)
+
+    def flush(self, now: float) -> None:
+        """Parse what was read while measuring."""
+        if self.unparsed:
+            self.raw += b"".join(self.unparsed)
+            self.unparsed.clear()
+            self._parse(now)
+
+    def _parse(self, now: float) -> None:
+        # One pass with an offset, the parsed bytes cut off once at the end: cutting each
+        # chunk off a megabyte of snapshot in turn would move the rest every time.
+        raw = self.raw
+        at = 0
+        try:
+            while True:
+                if self.state == HEAD:
+                    end = raw.find(b"\r\n\r\n", at)
+                    if end < 0:
+                        return
+                    self.status = int(raw[at + 9 : at + 12])
+                    at = end + 4
+                    if self.status != 200:
+                        self.ended = True
+                        return
+                    self.state = SIZE
+                elif self.state == SIZE:
+                    eol = raw.find(b"\r\n", at)
+                    if eol < 0:
+                        return
+                    size = int(raw[at:eol].split(b";")[0], 16)
+                    at = eol + 2
+                    if size == 0:
+                        self.ended = True
+                        return
+                    self.need, self.state = size + 2, DATA
+                else:
+                    if len(raw) - at < self.need:
+                        return
+                    chunk = bytes(raw[at : at + self.need - 2])
+                    at += self.need
+                    self.state = SIZE
+                    self._chunk(now, chunk)
+        finally:
+            del raw[:at]
+
+    def _chunk(self, now: float, chunk: bytes) -> None:
+        # Events come as whole lines in a chunk; a snapshot may span several chunks.
+        if self.partial:
+            chunk = b"".join((*self.partial, chunk))
+            self.partial = []
+        if not chunk.endswith(b"\n"):
+            cut = chunk.rfind(b"\n") + 1
+            self.partial.append(chunk[cut:])
+            chunk = chunk[:cut]
+        for line in chunk.split(b"\n"):
+            if not line or line.startswith(b'{"type":"heartbeat"'):
+                continue
+            self.lines += 1
+            at = line.find(b'"id":"', 0, 200)
+            if at >= 0:
+                ident = line[at + 6 : line.index(b'"', at + 6)].decode()
+                self.last_id = ident
+                if line.startswith(b'{"type":"snapshot"'):
+                    self.snapshot_at = now
+                    self.snapshot_instance = ident.rpartition(":")[0]
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+class Probe:
+    def __init__(self) -> None:
+        self.subs: list[Sub] = []
+        self.epoll = select.epoll()
+        self.by_fd: dict[int, Sub] = {}
+
+    def _watch(self, sub: Sub) -> None:
+        fd = sub.fileno()
+        self.by_fd[fd] = sub
+        self.epoll.register(fd, select.EPOLLIN)
+
+    def _unwatch(self, sub: Sub) -> None:
+        if sub.sock is not None:
+            fd = sub.fileno()
+            self.epoll.unregister(fd)
+            self.by_fd.pop(fd, None)
+            sub.close()
+
+    def poll(self, timeout: float) -> list[Sub]:
+        """Read whatever is ready (waiting at most ``timeout``); the streams that ended."""
+        ended: list[Sub] = []
+        ready = self.epoll.poll(timeout, 4096)
+        # Every stream of the batch had its bytes when the wait returned: that time is the
+        # tighter bound (reading 1,000 streams one by one takes longer than their arrival).
+        now = time.perf_counter()
+        for fd, _ in ready:
+            sub = self.by_fd.get(fd)
+            if sub is None:
+                continue
+            sub.read(now)
+            if sub.ended:
+                ended.append(sub)
+        return ended
+
+    def run_until(self, done: Any, timeout: float) -> bool:
+        deadline = time.perf_counter() + timeout
+        while not done():
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return False
+            for sub in self.poll(min(left, 0.05)):
+                raise RuntimeError(f"a stream ended (status {sub.status})")
+        return True
+
+    def connect(self, socket_path: str, target: str, n: int) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        fresh = []
+        for _ in range(n):
+            sub = Sub(socket_path, target)
+            if not sub.open(resume=False):
+                raise RuntimeError("connect refused")
+            self._watch(sub)
+            fresh.append(sub)
+            self.subs.append(sub)
+            self.poll(0)  # keep up with the snapshots as they come
+        if not self.run_until(lambda: all(s.snapshot_at is not None for s in fresh), 300):
+            raise RuntimeError("not every stream got its snapshot")
+        return {"seconds": time.perf_counter() - t0, "streams": len(self.subs)}
+
+    def _arm(self, pattern: bytes) -> None:
+        for sub in self.subs:
+            sub.flush(time.perf_counter())
+            sub.pattern, sub.hit, sub.tail = pattern, None, b""
+
+    def _wait_all(self, pattern: bytes, timeout: float) -> bool:
+        self._arm(pattern)
+        ok = self.run_until(lambda: all(s.pattern is None for s in self.subs), timeout)
+        for sub in self.subs:
+            sub.pattern = None
+            sub.flush(time.perf_counter())
+        return ok
+
+    def changes(self, split: list[str], kill: list[str], k: int, gap_s: float) -> dict[str, Any]:
+        first: list[float] = []
+        last: list[float] = []
+        misses = 0
+        lines0 = self.subs[0].lines
+        for _ in range(k):
+            # Quiet first: nothing of the last change still on its way.
+            quiet_until = time.perf_counter() + gap_s
+            while time.perf_counter() < quiet_until:
+                self.poll(max(quiet_until - time.perf_counter(), 0))
+            self._arm(b'"pane.added"')
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(split, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            ok = self.run_until(lambda: all(s.pattern is None for s in self.subs), 10)
+            for sub in self.subs:
+                sub.pattern = None
+                sub.flush(time.perf_counter())
+            out, _ = proc.communicate(timeout=30)
+            hits = [s.hit for s in self.subs if s.hit is not None]
+            if ok and len(hits) == len(self.subs):
+                first.append(min(hits) - t0)
+                last.append(max(hits) - t0)
+            else:
+                misses += 1
+            pane = out.decode().strip()
+            if not pane.startswith("%"):
+                raise RuntimeError(f"split failed: {out!r}")
+            subprocess.run([a.replace("{pane}", pane) for a in kill], check=True)
+            if not self._wait_all(b'"pane.removed"', 10):
+                misses += 1
+        return {
+            "first": first,
+            "last": last,
+            "misses": misses,
+            "lines": self.subs[0].lines - lines0,
+        }
+
+    def storm(self, timeout: float) -> dict[str, Any]:
+        old = {s.snapshot_instance for s in self.subs}
+        print(json.dumps({"armed": True}), flush=True)
+        refused = 0
+        down: list[Sub] = []
+        deadline = time.perf_counter() + timeout
+        ended_at: dict[int, float] = {}
+        reopened_at: dict[int, float] = {}
+        statuses: dict[int, int] = {}
+        next_try = 0.0
+
+        def fresh(s: Sub) -> bool:
+            return s.snapshot_instance not in old and s.snapshot_at is not None
+
+        while not all(fresh(s) for s in self.subs):
+            if time.perf_counter() > deadline:
+                break
+            for sub in self.poll(0.002 if down else 0.05):
+                if sub.status and sub.status != 200:
+                    statuses[sub.status] = statuses.get(sub.status, 0) + 1
+                ended_at.setdefault(id(sub), time.perf_counter())
+                self._unwatch(sub)
+                down.append(sub)
+            still: list[Sub] = []
+            now = time.perf_counter()
+            # While nothing listens, one connect every 5 ms (as a client backing off would);
+            # once one is accepted, all the others at once.
+            if down and now >= next_try:
+                for sub in down:
+                    if still or not sub.open(resume=True):
+                        still.append(sub)
+                        continue
+                    reopened_at[id(sub)] = time.perf_counter()
+                    self._watch(sub)
+                if still and len(still) == len(down):
+                    refused += 1
+                    next_try = now + 0.005
+                down = still
+        got = [s.snapshot_at for s in self.subs if fresh(s) and s.snapshot_at is not None]
+        return {
+            "streams": len(self.subs),
+            "resumed": len(got),
+            "last_snapshot": max(got) if got else None,
+            "first_end": min(ended_at.values()) if ended_at else None,
+            "last_reopen": max(reopened_at.values()) if reopened_at else None,
+            "connect_retries": refused,
+            "statuses": {str(k): v for k, v in statuses.items()},
+        }
+
+    def close(self) -> None:
+        for sub in self.subs:
+            self._unwatch(sub)
+        self.subs.clear()
+
+
+def main() -> int:
+    # 1,000 streams and the epoll: more descriptors than the usual soft limit.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    probe = Probe()
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        kind = cmd.pop("kind")
+        try:
+            if kind == "connect":
+                result = probe.connect(cmd["socket"], cmd["target"], cmd["n"])
+            elif kind == "changes":
+                result = probe.changes(cmd["split"], cmd["kill"], cmd["k"], cmd["gap_s"])
+            elif kind == "storm":
+                result = probe.storm(cmd["timeout"])
+            elif kind == "close":
+                probe.close()
+                print(json.dumps({"ok": True}), flush=True)
+                return 0
+            else:
+                raise ValueError(f"unknown command {kind}")
+        except (OSError, RuntimeError, ValueError, KeyError, subprocess.SubprocessError) as exc:
+            # The runner shows it; the probe stays usable.
+            print(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}), flush=True)
+            continue
+        print(json.dumps({"ok": True, **result}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
