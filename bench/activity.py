@@ -150,32 +150,44 @@ async def measure(
         )
         pane, pid_text = out.split()
         shell = int(pid_text)
-        await api.http.post("/v1/sync")
-        events = []
-        async with api.activity_stream(events, pane=pane.lstrip("%")):
-            for _ in range(runs):
-                assert (await api.wait(pane, "idle"))["outcome"] == "idle"
-                busy = asyncio.create_task(api.wait(pane, "busy"))
-                sent = time.monotonic()
-                await farm.arun("send-keys", "-t", pane, "sleep 1", "Enter")
-                answer = await busy
-                series["busy"].append(time.monotonic() - sent)
-                assert answer["outcome"] == "busy", answer
-                job = tpgid(shell)
-                end_task = asyncio.create_task(exited(job))
-                idle = await api.wait(pane, "idle")
-                answered = time.monotonic()
-                assert idle["outcome"] == "idle", idle
-                end = await end_task
-                series["wait"].append(answered - end)
-                deadline = time.monotonic() + 5
-                while not (
-                    seen := [t for t, e in events if t >= end and e["after"].get("busy") is False]
-                ):
-                    if time.monotonic() > deadline:
-                        raise TimeoutError("the idle event")
-                    await asyncio.sleep(0.005)
-                series["event"].append(min(seen) - end)
+        try:
+            await api.http.post("/v1/sync")
+            await time_ends(farm, api, pane, shell, runs, series)
+        finally:
+            # The farm as it was (a daemon's readiness is checked by its pane count).
+            await farm.arun("kill-pane", "-t", pane)
+            await api.http.post("/v1/sync")
     finally:
         await api.close()
     return cpu, series
+
+
+async def time_ends(
+    farm: Farm, api: Api, pane: str, shell: int, runs: int, series: dict[str, list[float]]
+) -> None:
+    """``runs`` times ``sleep 1`` in the shell pane: its start and its end, timed."""
+    events: list[tuple[float, dict[str, Any]]] = []
+    async with api.activity_stream(events, pane=pane.lstrip("%")):
+        for _ in range(runs):
+            assert (await api.wait(pane, "idle"))["outcome"] == "idle"
+            busy = asyncio.create_task(api.wait(pane, "busy"))
+            sent = time.monotonic()
+            await farm.arun("send-keys", "-t", pane, "sleep 1", "Enter")
+            answer = await busy
+            series["busy"].append(time.monotonic() - sent)
+            assert answer["outcome"] == "busy", answer
+            job = tpgid(shell)
+            end_task = asyncio.create_task(exited(job))
+            idle = await api.wait(pane, "idle")
+            answered = time.monotonic()
+            assert idle["outcome"] == "idle", idle
+            end = await end_task
+            series["wait"].append(answered - end)
+            deadline = time.monotonic() + 5
+            while not (
+                seen := [t for t, e in events if t >= end and e["after"].get("busy") is False]
+            ):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the idle event")
+                await asyncio.sleep(0.005)
+            series["event"].append(min(seen) - end)
