@@ -295,9 +295,16 @@ class ActivityWatcher:
         task = self._hooks.get(server)
         if task is None or task.done():
             return
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        try:
             async with asyncio.timeout(HOOK_TIMEOUT_S):
                 await asyncio.shield(task)
+        except TimeoutError:
+            pass  # the wait goes on without it: a removal then answers gone
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the wait itself is cancelled (its client hung up)
+            # else the install was called off (the server's last watch went): carry on
 
     def _hooked(self, server: str) -> bool:
         task = self._hooks.get(server)
