@@ -169,14 +169,18 @@ def test_sync_client_wait(rig: Rig, daemon: Daemon) -> None:
     box: list[object] = []
 
     def waiter() -> None:
-        with Client(daemon.socket) as client:
-            box.append(client.wait(pane, "idle", timeout_s=30))
+        try:
+            with Client(daemon.socket) as client:
+                box.append(client.wait(pane, "idle", timeout_s=30))
+        except Exception as exc:  # noqa: BLE001 - the test's to report
+            box.append(exc)
 
     thread = threading.Thread(target=waiter)
     thread.start()
     waits_pending(daemon, 1)
     rig.tmux.run("kill-pane", "-t", pane)
-    thread.join(20)
+    thread.join(40)
+    assert len(box) == 1, box
     (gone,) = box
     assert getattr(gone, "outcome", None) == "gone", gone
     assert getattr(gone, "location", "") is None and getattr(gone, "met", True) is False
