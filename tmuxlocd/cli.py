@@ -415,8 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait until a pane's command finishes (or starts, exits, changes)",
         description="Block until PANE is idle (its shell has the terminal back), busy, "
         "exited, or its activity changed; at once if it already is.  Exit status: 0 met, "
-        "1 timeout (or a daemon error), 2 usage, 3 the pane is gone (killed, its window or "
-        "server gone), 4 the pane exited while waiting for busy.  --json prints the answer.",
+        "1 a daemon error, 2 usage, 3 the pane is gone (killed, its window or server gone), "
+        "4 the pane exited while waiting for busy, 124 timeout.  --json prints the answer.",
     )
     p.add_argument("pane", help="self, %%N or N")
     p.add_argument("--until", choices=("idle", "busy", "exit", "change"), default="idle")
@@ -813,7 +813,8 @@ def cmd_sync(ns: argparse.Namespace) -> int:
     return _run_client(run)
 
 
-EXIT_TIMEOUT = 1
+# 124 as timeout(1) has it: a script tells "still running" from a daemon error (1).
+EXIT_TIMEOUT = 124
 EXIT_GONE = 3
 EXIT_NOT_MET = 4
 

@@ -60,7 +60,9 @@ from tmuxlocd.queries import StaticView
 log = logging.getLogger("tmuxlocd.mcp")
 
 # As GET /v1/panes/{pane}/wait's default and bound (tmuxlocd.api.params).
-WAIT_DEFAULT_S = 300.0
+# Under the 60 s a host such as Codex gives a tool call by default: a wait that the host cut
+# off would tell the model nothing.  The description says to call again on `timeout`.
+WAIT_DEFAULT_S = 50.0
 WAIT_MAX_S = 3600.0
 
 SELF_URI = "tmux://self"
@@ -196,7 +198,8 @@ TOOLS: tuple[mt.Tool, ...] = (
             "this. Answers JSON {outcome, met, activity: {command, busy, dead, exit_status}, "
             "location, waited_ms}; outcome timeout or gone (the pane was killed, or its "
             "window or server) is never met. Find the pane first (find_adjacent_panes, "
-            "list_panes)."
+            "list_panes). On outcome timeout the command is still running: call again to keep "
+            "waiting."
         ),
         input_schema={
             "type": "object",

@@ -89,10 +89,10 @@ def test_cli_wait_met_and_timeout(rig: Rig, daemon: Daemon) -> None:
         assert answer["location"]["pane"]["id"] == pane
 
         late = run_cli(rig, "wait", pane, "--until", "idle", "--timeout", "0.2")
-        assert late.returncode == 1, late.stderr
+        assert late.returncode == 124, late.stderr
         assert late.stdout.startswith("timeout after "), late.stdout
         late_js = run_cli(rig, "wait", pane, "--timeout", "0.2", "--json")
-        assert late_js.returncode == 1
+        assert late_js.returncode == 124
         answer = json.loads(late_js.stdout)
         assert (answer["outcome"], answer["met"], answer["until"]) == ("timeout", False, "idle")
         assert answer["activity"]["busy"] is True
