@@ -239,3 +239,15 @@ def running_daemon(rig: Rig) -> Iterator[Daemon]:
         yield d
     finally:
         assert d.stop() == 0, d.logs()
+
+
+def start_in_pane(rig: Rig, pane: str, command: str) -> None:
+    """Types ``command`` into the shell of ``pane`` and returns once tmux itself shows it in
+    front.  A new pane's login shell may still be running its profile (``mesg``, say), which
+    is busy too: a test that waits for busy must find *its* command there."""
+    rig.tmux.run("send-keys", "-t", pane, command, "Enter")
+    poll(
+        lambda: rig.tmux.display(pane, "#{pane_current_command}") == command,
+        20,
+        f"{command} in front in {pane}",
+    )

@@ -250,12 +250,21 @@ class Probe:
         with Client(self.args.daemon) as client:
             return client.health().waits
 
+    async def start_cat(self, pane: str) -> None:
+        """``cat`` typed, and in front as tmux sees it (not the login shell's profile)."""
+        self.tmux("send-keys", "-t", pane, "cat", "Enter")
+        fmt = "#{pane_current_command}"
+        await self.until(
+            lambda: self.tmux("display-message", "-p", "-t", pane, fmt).strip() == "cat",
+            "cat in front",
+        )
+
     async def wait_scenario(self, s: ClientSession) -> dict[str, Any]:
         # The server's default shell itself (a command would run under ``sh -c``, whose
         # interactive child shell would keep the terminal in a group of its own).
         pane = self.tmux("split-window", "-d", "-t", self.args.other, "-P", "-F", "#{pane_id}")
         pane = pane.strip()
-        self.tmux("send-keys", "-t", pane, "cat", "Enter")
+        await self.start_cat(pane)
         self.sync()
         answers: dict[str, Any] = {"pane": pane}
 
@@ -270,7 +279,7 @@ class Probe:
             tg.start_soon(call, "idle", {"pane": pane, "timeout_s": DEADLINE})
             await self.until(lambda: self.waits() >= 1, "the idle wait")
             self.tmux("send-keys", "-t", pane, "C-d")
-        self.tmux("send-keys", "-t", pane, "cat", "Enter")
+        await self.start_cat(pane)
         await call("busy_again", {"pane": pane, "until": "busy", "timeout_s": DEADLINE})
         async with anyio.create_task_group() as tg:
             tg.start_soon(call, "gone", {"pane": pane, "until": "idle", "timeout_s": DEADLINE})

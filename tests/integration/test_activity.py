@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.daemontest import Daemon, Rig, private_rig, running_daemon
+from tests.daemontest import Daemon, Rig, private_rig, running_daemon, start_in_pane
 from tests.tmuxtest import TMUX, wait_until
 
 pytestmark = [
@@ -209,7 +209,7 @@ async def test_remain_on_exit_status(
 async def test_gone_answers(rig: Rig, daemon: Daemon, http: aiohttp.ClientSession) -> None:
     """The waited pane killed, its window killed: each wait ends ``gone``."""
     pane = new_pane(rig, "other")
-    rig.tmux.run("send-keys", "-t", pane, "cat", "Enter")
+    start_in_pane(rig, pane, "cat")
     await sync(http)
     status, answer = await wait(http, pane, "busy")
     assert answer["outcome"] == "busy"
@@ -224,7 +224,7 @@ async def test_gone_answers(rig: Rig, daemon: Daemon, http: aiohttp.ClientSessio
         "new-window", "-d", "-t", "other:", "-P", "-F", "#{window_id} #{pane_id}"
     ).split()
     wid, pane = window
-    rig.tmux.run("send-keys", "-t", pane, "cat", "Enter")
+    start_in_pane(rig, pane, "cat")
     await sync(http)
     assert (await wait(http, pane, "busy"))[1]["outcome"] == "busy"
     pending = asyncio.create_task(wait(http, pane, "exit"))
@@ -257,7 +257,7 @@ async def test_timeout_and_bad_input(rig: Rig, daemon: Daemon, http: aiohttp.Cli
 
 async def test_200_waits_at_once(rig: Rig, daemon: Daemon, http: aiohttp.ClientSession) -> None:
     pane = new_pane(rig, "other")
-    rig.tmux.run("send-keys", "-t", pane, "cat", "Enter")
+    start_in_pane(rig, pane, "cat")
     await sync(http)
     try:
         assert (await wait(http, pane, "busy"))[1]["outcome"] == "busy"
@@ -317,7 +317,7 @@ def busy_pane(rig: Rig) -> str:
     """A new pane running ``cat`` (a window made after the rig's default-shell /bin/sh: the
     first pane's login shell may flush keys typed before it is ready)."""
     pane = new_pane(rig, "main")
-    rig.tmux.run("send-keys", "-t", pane, "cat", "Enter")
+    start_in_pane(rig, pane, "cat")
     return pane
 
 

@@ -12,7 +12,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.daemontest import PYTHON, REPO, Daemon, Rig, private_rig, run_cli, running_daemon
+from tests.daemontest import (
+    PYTHON,
+    REPO,
+    Daemon,
+    Rig,
+    private_rig,
+    run_cli,
+    running_daemon,
+    start_in_pane,
+)
 from tests.tmuxtest import TMUX, poll
 from tmuxlocd.client import AsyncClient, Client, ClientError
 
@@ -43,7 +52,7 @@ def new_pane(rig: Rig, command: str | None = None) -> str:
 def busy_pane(rig: Rig, daemon: Daemon) -> str:
     """A pane whose shell runs ``cat``, seen busy by the daemon."""
     pane = new_pane(rig)
-    rig.tmux.run("send-keys", "-t", pane, "cat", "Enter")
+    start_in_pane(rig, pane, "cat")
     with Client(daemon.socket) as client:
         client.sync()
         assert client.wait(pane, "busy", timeout_s=20).outcome == "busy"
@@ -201,7 +210,7 @@ async def test_async_client_wait(rig: Rig, daemon: Daemon) -> None:
         assert done.before.busy is True and done.activity.busy is False
 
         # Cancelling a wait hangs up, which frees it in the daemon.
-        rig.tmux.run("send-keys", "-t", pane, "cat", "Enter")
+        start_in_pane(rig, pane, "cat")
         assert (await client.wait(pane, "busy")).outcome == "busy"
         hung = asyncio.create_task(client.wait(pane, "idle", timeout_s=30))
         await asyncio.to_thread(waits_pending, daemon, 1)
