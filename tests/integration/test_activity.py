@@ -238,10 +238,10 @@ async def test_timeout_and_bad_input(rig: Rig, daemon: Daemon, http: aiohttp.Cli
     pane = new_pane(rig, "main")
     await sync(http)
     try:
-        # A new pane's shell may still run its start-up in front (busy, rightly) on a loaded
-        # machine: the timeout is tested on a pane that is idle first.
-        assert (await wait(http, pane, "idle"))[1]["outcome"] == "idle"
-        status, answer = await wait(http, pane, "busy", timeout_s=0.2)
+        # cat in front (as tmux shows it) never ends by itself: a wait for idle must time out.
+        # (A new pane's login shell may run its profile in front at any moment of its start.)
+        start_in_pane(rig, pane, "cat")
+        status, answer = await wait(http, pane, "idle", timeout_s=0.2)
         assert status == 200 and answer["outcome"] == "timeout" and not answer["met"], answer
         assert answer["waited_ms"] >= 200
         async with http.get(f"/v1/panes/{pane[1:]}/wait", params={"until": "soon"}) as resp:
