@@ -44,18 +44,20 @@ class ProcStat(NamedTuple):
 # Pure parts.
 
 
-def parse_stat(text: str) -> ProcStat:
-    """Parse ``/proc/<pid>/stat``.
+def parse_stat(text: str | bytes) -> ProcStat:
+    """Parse ``/proc/<pid>/stat`` (its bytes as read, or their text).
 
     ``comm`` (field 2) is in parentheses and may itself hold spaces and parentheses, so the
     fixed fields are read after the *last* ``)``: state, ppid, pgrp, session, tty_nr.
     Raises ValueError on text that is not a stat line.
     """
-    head, sep, tail = text.rpartition(")")
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    head, sep, tail = data.rpartition(b")")
     if not sep:
         raise ValueError("no ')' in stat line")
-    pid = int(head.split("(", 1)[0])
-    fields = tail.split()
+    pid = int(head.split(b"(", 1)[0])
+    # Only up to field 22 (starttime): the 30 fields after it are never read.
+    fields = tail.split(None, 21)
     # fields[0] is field 3 (state): ppid is field 4, tty_nr field 7, starttime field 22.
     start = int(fields[19]) if len(fields) > 19 else 0
     return ProcStat(pid=pid, ppid=int(fields[1]), tty_nr=int(fields[4]), starttime=start)
@@ -158,7 +160,7 @@ def read_stat(pid: int) -> ProcStat | None:
             data = os.read(fd, 4096)
         finally:
             os.close(fd)
-        return parse_stat(data.decode("utf-8", "replace"))
+        return parse_stat(data)
     except (OSError, ValueError, IndexError):
         return None
 
@@ -229,6 +231,53 @@ class Own(NamedTuple):
 def own_facts(pid: int) -> Own:
     stat = read_stat(pid)
     return Own(stat, env_pane_of(stat, pid))
+
+
+def reread_stat(data: bytes, first: ProcStat) -> ProcStat:
+    """A later stat line of the process ``first`` was read from: only the fields that can
+    change are parsed (ppid, when its parent ends; tty_nr, after ``setsid``), up to field 7
+    instead of 22."""
+    fields = data.rpartition(b")")[2].split(None, 5)
+    return ProcStat(first.pid, int(fields[1]), int(fields[4]), first.starttime)
+
+
+class PeerFacts:
+    """``own_facts`` of one connection's peer, its stat read anew on every request.
+
+    A keep-alive client asks many times on one connection, and opening ``/proc/<pid>/stat``
+    (a path walk and a pid lookup) costs about as much as reading it: the first question
+    opens and closes it, as ``read_stat`` does; from the second on the file stays open and is
+    read with ``pread``, and only the fields that can change are parsed.  A one-shot client
+    (curl per turn) thus never holds a descriptor.  An open stat file is bound to the
+    process, not to its number: once the process is gone the read fails (ESRCH), even if
+    the number has been given to another, so a kept file never describes a stranger; and the
+    environment (``TMUX_PANE``), fixed for a process's life, is read once.  ``close`` when
+    the connection ends.
+    """
+
+    __slots__ = ("_fd", "_first", "pid")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._fd: int | None = None
+        self._first: Own | None = None
+
+    def read(self) -> Own:
+        first = self._first
+        if first is None or first.stat is None:
+            self._first = first = own_facts(self.pid)
+            return first
+        try:
+            if self._fd is None:
+                self._fd = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            return Own(reread_stat(os.pread(self._fd, 4096, 0), first.stat), first.env_pane)
+        except (OSError, ValueError, IndexError):
+            return Own(None, first.env_pane)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 def identify(

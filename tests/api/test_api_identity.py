@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from tests.api.apitest import SPEC_LAYOUT, Api, curl, spec_state
+from tests.tmuxtest import wait_until
 from tmuxlocd.api import context_of
 from tmuxlocd.hub import Hub
+from tmuxlocd.identity import PeerFacts
 from tmuxlocd.observer import resolve_server
 
 A = resolve_server("tla-alpha")
@@ -323,3 +325,62 @@ async def test_an_unchanged_callers_answer_is_kept_and_never_stale(api: Api, hub
         finally:
             os.close(write_end)
             await asyncio.wait_for(proc.wait(), 20)
+
+
+def kept_stat_files(pid: int) -> int:
+    """How many descriptors of this process are open on ``/proc/<pid>/stat``."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == f"/proc/{pid}/stat":
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+async def ask_self(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+    writer.write(b"GET /v1/self HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    return head + await asyncio.wait_for(reader.readexactly(length), 5)
+
+
+async def test_a_keep_alive_caller_s_stat_is_kept_open_while_it_asks(api: Api) -> None:
+    # The app runs in this process, so the caller (this process) reads its own stat: a
+    # one-shot question holds no descriptor, a second on the same connection keeps one, and
+    # the connection's end closes it.
+    me = os.getpid()
+    before = kept_stat_files(me)
+    reader, writer = await asyncio.open_unix_connection(api.path)
+    try:
+        first = await ask_self(reader, writer)
+        assert b" 200 " in first.split(b"\r\n", 1)[0]
+        assert kept_stat_files(me) == before
+        second = await ask_self(reader, writer)
+        third = await ask_self(reader, writer)
+        assert second.rpartition(b"\r\n\r\n")[2] == first.rpartition(b"\r\n\r\n")[2]
+        assert third.rpartition(b"\r\n\r\n")[2] == first.rpartition(b"\r\n\r\n")[2]
+        assert kept_stat_files(me) == before + 1
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    await wait_until(lambda: kept_stat_files(me) == before, 10, "the kept stat file closed")
+
+
+async def test_a_kept_stat_file_of_a_process_gone_reads_nothing(tmp_path: Any) -> None:
+    # What makes keeping it safe: the file names the process, not its number.
+    proc = await asyncio.create_subprocess_exec("sleep", "30")
+    facts = PeerFacts(proc.pid)
+    try:
+        first, second = facts.read(), facts.read()  # the second one keeps the file
+        assert first.stat is not None and second == first
+        proc.kill()
+        await proc.wait()
+        assert facts.read().stat is None
+    finally:
+        facts.close()

@@ -6,6 +6,8 @@ import os
 import socket
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tmuxlocd.identity import (
     ProcStat,
@@ -16,6 +18,7 @@ from tmuxlocd.identity import (
     peer_credentials,
     pts_path,
     read_stat,
+    reread_stat,
     tty_path,
 )
 
@@ -161,3 +164,23 @@ def test_peer_credentials_of_something_else() -> None:
         # Not connected: the kernel has no peer to report (or reports nobody).
         peer = peer_credentials(s)
         assert peer is None or peer.pid == 0
+
+
+@given(
+    comm=st.text(alphabet=st.characters(blacklist_characters="\0\n"), max_size=16),
+    ppid=st.integers(0, 2**22),
+    tty_nr=st.integers(0, 2**31 - 1),
+    starttime=st.integers(0, 2**40),
+)
+def test_a_reread_stat_line_gives_what_a_full_parse_gives(
+    comm: str, ppid: int, tty_nr: int, starttime: int
+) -> None:
+    # PeerFacts parses a kept process's later stat lines only up to tty_nr.
+    def line(ppid: int, tty_nr: int) -> bytes:
+        fields = [str(ppid), "9", "9", str(tty_nr)] + ["0"] * 14 + [str(starttime), "1", "2"]
+        return f"4321 ({comm}) S {' '.join(fields)}\n".encode()
+
+    first = parse_stat(line(ppid, tty_nr))
+    assert first == ProcStat(pid=4321, ppid=ppid, tty_nr=tty_nr, starttime=starttime)
+    assert reread_stat(line(ppid, tty_nr), first) == first
+    assert reread_stat(line(1, 0), first) == first._replace(ppid=1, tty_nr=0)

@@ -16,7 +16,7 @@ from typing import Literal
 from aiohttp import web
 
 from tmuxlocd.api.errors import MAX_BODY, ApiError
-from tmuxlocd.identity import peer_credentials
+from tmuxlocd.identity import PeerFacts, peer_credentials
 
 Listener = Literal["unix", "tcp"]
 
@@ -32,6 +32,7 @@ class Guard:
         self._connections: weakref.WeakKeyDictionary[object, tuple[Listener, int | None]] = (
             weakref.WeakKeyDictionary()
         )
+        self._facts: weakref.WeakKeyDictionary[object, PeerFacts] = weakref.WeakKeyDictionary()
 
     def listener(self, request: web.Request) -> tuple[Listener, int | None]:
         """The kind of socket the request came on, and (Unix) the peer's pid."""
@@ -42,6 +43,19 @@ class Guard:
             if transport is not None:
                 self._connections[transport] = known
         return known
+
+    def peer_facts(self, request: web.Request, pid: int) -> PeerFacts:
+        """The reader of the peer's /proc entries kept for this connection (``PeerFacts``)."""
+        transport = request.transport
+        if transport is None:
+            return PeerFacts(pid)
+        facts = self._facts.get(transport)
+        if facts is None:
+            facts = self._facts[transport] = PeerFacts(pid)
+            # aiohttp serves a connection's requests in one task, which ends with the
+            # connection: its kept file is closed then (a transport may outlive it in a cycle).
+            request.task.add_done_callback(lambda _task: facts.close())
+        return facts
 
     def _read_listener(self, request: web.Request) -> tuple[Listener, int | None]:
         transport = request.transport

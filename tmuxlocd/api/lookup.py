@@ -13,7 +13,7 @@ from tmuxlocd.answers import SelfAnswer
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError, ambiguous, sync_failed
 from tmuxlocd.errors import SyncFailed
-from tmuxlocd.identity import Own, identify, own_facts
+from tmuxlocd.identity import Own, identify
 from tmuxlocd.location import Location
 from tmuxlocd.observer import resolve_server
 from tmuxlocd.queries import Selection
@@ -48,7 +48,7 @@ class Lookup:
                     "no_peer_credentials",
                     "'self' needs the Unix socket: TCP carries no peer credentials",
                 )
-            self._own = pid, own_facts(pid)
+            self._own = pid, self.ctx.guard.peer_facts(self.request, pid).read()
         return self._own
 
     def who(self) -> SelfAnswer:

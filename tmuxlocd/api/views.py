@@ -56,7 +56,8 @@ _ACCEPTED = encoder.encode(Accepted())
 
 async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept)
-    await look.fresh(q.fresh)
+    if q.fresh:
+        await look.fresh(True)
     text = wants_text(request, q.format)
     # A caller in a pane asking again, the model unchanged: the same bytes as last time.
     version = ctx.hub.version
