@@ -9,7 +9,7 @@ import pytest
 
 from tests.unit.test_cli_units import LOC
 from tmuxlocd import answers
-from tmuxlocd.activity import Activity
+from tmuxlocd.activity import Activity, Outcome
 from tmuxlocd.cli import id_number, query_string
 from tmuxlocd.client_core import (
     Call,
@@ -171,6 +171,12 @@ SELF = answers.SelfAnswer(
 )
 ENTRY = answers.NeighborEntry(id="%4", index=1, shared=40)
 
+# A wait met (its command ended: the shell is in front) and one that timed out (cat still is).
+WAITED: tuple[tuple[float, Outcome, str, float], ...] = (
+    (5, "idle", "sh", 1234.5),
+    (0.2, "timeout", "cat", 200.4),
+)
+
 DECODED: list[tuple[Call[object], object]] = [
     (PLAIN.where_am_i(), SELF),
     (PLAIN.location("%3", None, False), LOC),
@@ -185,28 +191,20 @@ DECODED: list[tuple[Call[object], object]] = [
         answers.PaneSummaryList(panes=(answers.summary_of(LOC),), total=3, truncated=True),
     ),
     (PLAIN.tree(), answers.Tree(servers=(answers.TreeServer(socket_path="/s", running=True),))),
-    (
-        PLAIN.wait("%3", "idle", 5, None),
-        answers.WaitAnswer(
-            outcome="idle",
-            until="idle",
-            met=True,
-            location=LOC,
-            activity=Activity(command="sh", busy=False),
-            before=Activity(command="sleep", busy=True),
-            waited_ms=1234.5,
-        ),
-    ),
-    (
-        PLAIN.wait("%3", "idle", 0.2, None),
-        answers.WaitAnswer(
-            outcome="timeout",
-            until="idle",
-            met=False,
-            location=LOC,
-            activity=Activity(command="cat", busy=True),
-            waited_ms=200.4,
-        ),
+    *(
+        (
+            PLAIN.wait("%3", "idle", timeout_s, None),
+            answers.WaitAnswer(
+                outcome=outcome,
+                until="idle",
+                met=outcome == "idle",
+                location=LOC,
+                activity=Activity(command=now, busy=now != "sh"),
+                before=Activity(command="sleep", busy=True),
+                waited_ms=waited_ms,
+            ),
+        )
+        for timeout_s, outcome, now, waited_ms in WAITED
     ),
     (
         PLAIN.wait("%3", "busy", None, None),
