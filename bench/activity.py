@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -79,29 +78,6 @@ class Api:
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-
-
-async def exited(pid: int) -> float:
-    """When ``pid`` exits (monotonic), as the kernel tells it through a pidfd."""
-    fd = os.pidfd_open(pid)
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[float] = loop.create_future()
-
-    def fired() -> None:
-        if not done.done():
-            done.set_result(time.monotonic())
-
-    loop.add_reader(fd, fired)
-    try:
-        return await done
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
-
-
-def tpgid(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rpartition(")")[2].split()[5])
 
 
 async def cpu_per_s(farm: Farm, daemon_pid: int, seconds: float) -> dict[str, float]:
@@ -176,8 +152,8 @@ async def time_ends(
             answer = await busy
             series["busy"].append(time.monotonic() - sent)
             assert answer["outcome"] == "busy", answer
-            job = tpgid(shell)
-            end_task = asyncio.create_task(exited(job))
+            job = procstat.tpgid(shell)
+            end_task = asyncio.create_task(procstat.exited(job))
             idle = await api.wait(pane, "idle")
             answered = time.monotonic()
             assert idle["outcome"] == "idle", idle

@@ -33,15 +33,13 @@ from bench.runner import (
     Plan,
     Results,
     Subscribers,
-    Tap,
     Targets,
-    hook_fifo,
     idle_cpu,
     list_cost,
     log,
     observer_session,
     pick_targets,
-    propagation,
+    propagation_rows,
     split_cost,
 )
 from bench.stats import fmt_ms, median
@@ -113,31 +111,9 @@ async def measure_size(
         await daemon.start()
         attached = observer_session(farm, daemon)
         targets = pick_targets(farm, attached)
-        cm_tap, hook_tap = Tap(), Tap()
-        cm = await attach_control(farm, attached, "no-output,ignore-size,read-only", bus)
-        cm.on_line = cm_tap.see
-        try:
-            with hook_fifo(farm, bus, hook_tap):
-                await subs.connect(daemon.socket, 1)
-                for where, pane, window, peer in (
-                    ("attached", targets.attached_pane, targets.attached_window, cm),
-                    ("other", targets.other_pane, targets.other_window, None),
-                ):
-                    await propagation(
-                        farm,
-                        bus,
-                        subs,
-                        peer,
-                        cm_tap,
-                        hook_tap,
-                        pane,
-                        window,
-                        plan.props(panes),
-                        res,
-                        f"{where} 1",
-                    )
-        finally:
-            await cm.close()
+        await propagation_rows(
+            farm, bus, subs, daemon.socket, targets, (1,), plan.props(panes), res
+        )
         if b7:
             # The daemon's idle cost (its digest) over the splits' wall time is taken off
             # by the report, from the idle intervals measured with and without it.

@@ -1,8 +1,16 @@
-"""CPU time and memory of processes, read from /proc (Linux)."""
+"""Processes as Linux tells of them: CPU time, memory and the terminal's foreground group
+from /proc, and the moment one exits from a pidfd.
+
+Standard library only, and nothing of the rest of ``bench``: the activity tests
+(tests/integration/test_activity.py) import it too, so that the bench and the tests time a
+command's end by the same word of the kernel, without the bench's dependencies.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -18,6 +26,11 @@ def cpu_ticks(pid: int) -> int:
     """utime + stime of ``pid`` in clock ticks (fields 14 and 15 of /proc/pid/stat)."""
     fields = _stat_fields(pid)
     return int(fields[11]) + int(fields[12])
+
+
+def tpgid(pid: int) -> int:
+    """The foreground process group of ``pid``'s terminal (field 8 of /proc/pid/stat)."""
+    return int(_stat_fields(pid)[5])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -68,3 +81,22 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise ValueError(f"no VmRSS for pid {pid}")
+
+
+async def exited(pid: int) -> float:
+    """When ``pid`` exits (``time.monotonic()``), as the kernel tells it through a pidfd:
+    the reference a measured end is timed against, not whenever someone polled."""
+    fd = os.pidfd_open(pid)
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[float] = loop.create_future()
+
+    def fired() -> None:
+        if not done.done():
+            done.set_result(time.monotonic())
+
+    loop.add_reader(fd, fired)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)

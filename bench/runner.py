@@ -568,6 +568,45 @@ async def propagation(
         res.misses.append(f"B3 {label} at {farm.total} panes: {misses} of {n} samples timed out")
 
 
+async def propagation_rows(
+    farm: Farm,
+    bus: Bus,
+    subs: Subscribers,
+    daemon_socket: str,
+    targets: Targets,
+    sub_counts: tuple[int, ...],
+    n: int,
+    res: Results,
+) -> None:
+    """B3 with each number of subscribers in ``sub_counts`` (ascending: the streams opened
+    for one count stay open for the next), in the observer's session and in another.
+
+    The alternatives measured next to the daemon: a bare control client attached to the
+    observer's session (it sees only its own session's ``%layout-change``) and a
+    ``run-shell -b`` hook (it fires for any session).  The rows are named
+    ``B3 {attached|other} {count} {first|last|cm|hook|cli}``, which the report reads."""
+    cm_tap, hook_tap = Tap(), Tap()
+    cm = await attach_control(
+        farm, targets.attached_session, "no-output,ignore-size,read-only", bus
+    )
+    cm.on_line = cm_tap.see
+    try:
+        with hook_fifo(farm, bus, hook_tap):
+            for nsubs in sub_counts:
+                log(f"{farm.total} panes: B3 propagation, {nsubs} subscriber(s)")
+                await subs.connect(daemon_socket, nsubs - len(subs.streams))
+                for where, pane, window, peer in (
+                    ("attached", targets.attached_pane, targets.attached_window, cm),
+                    ("other", targets.other_pane, targets.other_window, None),
+                ):
+                    await propagation(
+                        farm, bus, subs, peer, cm_tap, hook_tap, pane, window, n, res,
+                        f"{where} {nsubs}",
+                    )  # fmt: skip
+    finally:
+        await cm.close()
+
+
 async def split_cost(
     farm: Farm,
     driver: ControlPeer,
@@ -781,33 +820,9 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                     res.add(f"B2 cpu {conns} {name}", panes, [cpu / tput["count"]])
 
         # B3: change propagation, 1 subscriber then many.
-        cm_tap, hook_tap = Tap(), Tap()
-        cm = await attach_control(farm, attached, "no-output,ignore-size,read-only", bus)
-        cm.on_line = cm_tap.see
-        try:
-            with hook_fifo(farm, bus, hook_tap):
-                for nsubs in (1, plan.many_subs):
-                    log(f"{panes} panes: B3 propagation, {nsubs} subscriber(s)")
-                    await subs.connect(daemon.socket, nsubs - len(subs.streams))
-                    for where, pane, window, peer in (
-                        ("attached", targets.attached_pane, targets.attached_window, cm),
-                        ("other", targets.other_pane, targets.other_window, None),
-                    ):
-                        await propagation(
-                            farm,
-                            bus,
-                            subs,
-                            peer,
-                            cm_tap,
-                            hook_tap,
-                            pane,
-                            window,
-                            plan.props(panes),
-                            res,
-                            f"{where} {nsubs}",
-                        )
-        finally:
-            await cm.close()
+        await propagation_rows(
+            farm, bus, subs, daemon.socket, targets, (1, plan.many_subs), plan.props(panes), res
+        )
 
         if heavy:
             # B4: memory and latency with many subscribers connected.

@@ -16,6 +16,9 @@ import msgspec
 
 Until = Literal["idle", "busy", "exit", "change"]
 UNTILS: tuple[str, ...] = get_args(Until)
+# A wait's timeout_s (spec "Pane activity"): its default, and the most the daemon accepts.
+WAIT_DEFAULT_S = 300.0
+WAIT_MAX_S = 3600.0
 Outcome = Literal["idle", "busy", "exit", "change", "timeout", "gone"]
 
 

@@ -839,8 +839,10 @@ def cmd_wait(ns: argparse.Namespace) -> int:
             return EXIT_GONE
         return EXIT_NOT_MET
 
-    if ns.timeout is not None and not 0 <= ns.timeout <= 3600:
-        _err("--timeout must be from 0 to 3600 seconds")
+    from tmuxlocd.activity import WAIT_MAX_S
+
+    if ns.timeout is not None and not 0 <= ns.timeout <= WAIT_MAX_S:
+        _err(f"--timeout must be from 0 to {WAIT_MAX_S:g} seconds")
         return EXIT_USAGE
     return _run_client(run)
 

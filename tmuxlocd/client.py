@@ -139,6 +139,15 @@ class _Settings:
 # The blocking client.
 
 
+def _exchange(
+    conn: http.client.HTTPConnection, call: Call[object], headers: dict[str, str]
+) -> tuple[http.client.HTTPResponse, bytes]:
+    req = call.request
+    conn.request(req.method, req.url, body=req.body, headers=headers)
+    resp = conn.getresponse()
+    return resp, resp.read()
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     """``http.client`` on the daemon's Unix socket (the package's only one: the fast paths use
     ``tmuxlocd.cli.raw_request``, which needs no http.client)."""
@@ -181,20 +190,18 @@ class Client(_Settings):
     # -- transport
 
     def _call(self, call: Call[T]) -> T:
-        """One request on the keep-alive connection.  A connection the daemon closed while it
-        sat idle is reopened once (every request here is safe to repeat); a fresh connection
-        that fails means no daemon is there."""
-        req = call.request
+        """One request on the keep-alive connection (a long poll goes alone).  A connection
+        the daemon closed while it sat idle is reopened once (every request here is safe to
+        repeat); a fresh connection that fails means no daemon is there."""
+        if call.read_timeout is not None:
+            return self._call_alone(call)
         headers = self._core.headers(call)
         for _ in range(2):
             fresh = self._conn is None
             if self._conn is None:
                 self._conn = UnixHTTPConnection(self.path, self.timeout)
-            conn = self._conn
             try:
-                conn.request(req.method, req.url, body=req.body, headers=headers)
-                resp = conn.getresponse()
-                body = resp.read()
+                resp, body = _exchange(self._conn, call, headers)
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
                 if fresh:
@@ -204,6 +211,18 @@ class Client(_Settings):
                 self.close()
             return self._core.answer(call, resp.status, resp.getheader("ETag"), body)
         raise DaemonUnavailable(self.path, "the connection was closed twice")
+
+    def _call_alone(self, call: Call[T]) -> T:
+        """A long poll, on a connection of its own with the call's read timeout: the
+        keep-alive one has the short request timeout, and would be held meanwhile."""
+        conn = UnixHTTPConnection(self.path, call.read_timeout)
+        try:
+            resp, body = _exchange(conn, call, self._core.headers(call))
+        except (OSError, http.client.HTTPException) as exc:
+            raise DaemonUnavailable(self.path, reason_of(exc)) from None
+        finally:
+            conn.close()
+        return self._core.answer(call, resp.status, resp.getheader("ETag"), body)
 
     # -- snapshot endpoints
 
@@ -287,17 +306,7 @@ class Client(_Settings):
     ) -> WaitAnswer:
         """Block until the pane is ``until`` (idle, busy, exit, change), it goes, or
         ``timeout_s`` passes (default the daemon's, 300 s): the answer says which."""
-        call = self._core.wait(pane, until, timeout_s, server)
-        conn = UnixHTTPConnection(self.path, wait_read_timeout(timeout_s))
-        try:
-            conn.request(call.request.method, call.request.url, headers=self._core.headers(call))
-            resp = conn.getresponse()
-            body = resp.read()
-        except (OSError, http.client.HTTPException) as exc:
-            raise DaemonUnavailable(self.path, reason_of(exc)) from None
-        finally:
-            conn.close()
-        return self._core.answer(call, resp.status, None, body)
+        return self._call(self._core.wait(pane, until, timeout_s, server))
 
     def health(self) -> Health:
         return self._call(self._core.health())
@@ -413,12 +422,17 @@ class AsyncClient(_Settings):
         import aiohttp
 
         req = call.request
+        session = self._http()
+        timeout = session.timeout
+        if call.read_timeout is not None:
+            timeout = aiohttp.ClientTimeout(total=call.read_timeout)
         try:
-            async with self._http().request(
+            async with session.request(
                 req.method,
                 "http://localhost" + req.url,
                 data=req.body,
                 headers=self._core.headers(call),
+                timeout=timeout,
             ) as resp:
                 status, etag, body = resp.status, resp.headers.get("ETag"), await resp.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -501,21 +515,7 @@ class AsyncClient(_Settings):
         server: str | None = None,
     ) -> WaitAnswer:
         """As ``Client.wait``; cancelling it hangs up, which ends the wait in the daemon."""
-        import aiohttp
-
-        call = self._core.wait(pane, until, timeout_s, server)
-        req = call.request
-        try:
-            async with self._http().request(
-                req.method,
-                "http://localhost" + req.url,
-                headers=self._core.headers(call),
-                timeout=aiohttp.ClientTimeout(total=wait_read_timeout(timeout_s)),
-            ) as resp:
-                status, body = resp.status, await resp.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise DaemonUnavailable(self.path, reason_of(exc)) from None
-        return self._core.answer(call, status, None, body)
+        return await self._call(self._core.wait(pane, until, timeout_s, server))
 
     async def health(self) -> Health:
         return await self._call(self._core.health())

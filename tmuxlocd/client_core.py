@@ -21,6 +21,7 @@ from typing import Generic, Literal, NamedTuple, TypeVar, cast, overload
 
 import msgspec
 
+from tmuxlocd.activity import UNTILS, WAIT_DEFAULT_S, WAIT_MAX_S, Until
 from tmuxlocd.answers import (
     DirectionNeighbors,
     Health,
@@ -277,12 +278,25 @@ class _Accepted(msgspec.Struct, frozen=True):
     accepted: bool = True
 
 
-WAIT_DEFAULT_S = 300.0
 WAIT_SLACK_S = 10.0  # the answer of a wait that timed out still has to arrive
 
 
 def wait_read_timeout(timeout_s: float | None) -> float:
+    """How long a transport waits for a wait's answer: the daemon's timeout, and then some."""
     return (WAIT_DEFAULT_S if timeout_s is None else timeout_s) + WAIT_SLACK_S
+
+
+def _wait_params(until: str, timeout_s: float | None) -> dict[str, object | None]:
+    """``until`` and ``timeout_s`` checked as the daemon would, so a bad one fails before any
+    request; the seconds spelled as the daemon reads them (decimal, never ``1e-05``)."""
+    if until not in UNTILS:
+        raise ValueError(f"unknown until {until!r} ({', '.join(UNTILS)})")
+    params: dict[str, object | None] = {"until": until}
+    if timeout_s is not None:
+        if isinstance(timeout_s, bool) or not 0 <= timeout_s <= WAIT_MAX_S:  # NaN fails too
+            raise ValueError(f"timeout_s must be from 0 to {WAIT_MAX_S:g} seconds")
+        params["timeout_s"] = f"{timeout_s:.6f}".rstrip("0").rstrip(".")
+    return params
 
 
 def _json(type_: type[T]) -> Callable[[int, bytes], T]:
@@ -308,12 +322,15 @@ class Call(Generic[T_co]):
 
     ``revalidate``: the answer is kept with its ETag and asked for again with
     ``If-None-Match``, so an unchanged answer costs the daemon no encoding and the client no
-    decoding (a 304 hands back the very object of the first answer)."""
+    decoding (a 304 hands back the very object of the first answer).  ``read_timeout``: see
+    ``ClientCore.wait``."""
 
     request: _Request
     decode: Callable[[int, bytes], T_co]
     accept: str = "application/json"
     revalidate: bool = False
+    # None: the transport's request timeout.  A long poll says how long its answer may take.
+    read_timeout: float | None = None
 
 
 class ETagCache:
@@ -456,16 +473,18 @@ class ClientCore:
         return Call(_Request("GET", url), _json(Tree), revalidate=not activity)
 
     def wait(
-        self, pane: str, until: str, timeout_s: float | None, server: str | None
+        self, pane: str, until: Until, timeout_s: float | None, server: str | None
     ) -> Call[WaitAnswer]:
-        """``GET /v1/panes/{pane}/wait``: a long-poll (the transport's read timeout must
-        outlast ``timeout_s``: see ``wait_read_timeout``)."""
-        params: dict[str, object | None] = {"until": until, "server": server}
-        if timeout_s is not None:
-            params["timeout_s"] = f"{timeout_s:g}"
+        """``GET /v1/panes/{pane}/wait``: a long poll, so its ``read_timeout`` outlasts
+        ``timeout_s`` (the daemon's default when None); every outcome, a timeout included,
+        is a 200 ``WaitAnswer``, and a bad pane or server the error the daemon names."""
+        params = _wait_params(until, timeout_s)
+        params["server"] = server
         params.update(_self_params(self.accept_ancestor, pane))
         url = _url(f"/v1/panes/{pane_ref(pane)}/wait", params)
-        return Call(_Request("GET", url), _json(WaitAnswer))
+        return Call(
+            _Request("GET", url), _json(WaitAnswer), read_timeout=wait_read_timeout(timeout_s)
+        )
 
     def health(self) -> Call[Health]:
         return Call(_Request("GET", "/v1/health"), _json(Health), revalidate=True)

@@ -39,7 +39,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from tmuxlocd import __version__, direct, identity, queries
-from tmuxlocd.activity import UNTILS, Until
+from tmuxlocd.activity import UNTILS, WAIT_MAX_S, Until
 from tmuxlocd.answers import summary_of
 from tmuxlocd.cli import id_number
 from tmuxlocd.client import (
@@ -59,11 +59,11 @@ from tmuxlocd.queries import StaticView
 
 log = logging.getLogger("tmuxlocd.mcp")
 
-# As GET /v1/panes/{pane}/wait's default and bound (tmuxlocd.api.params).
-# Under the 60 s a host such as Codex gives a tool call by default: a wait that the host cut
-# off would tell the model nothing.  The description says to call again on `timeout`.
+# The tool's default timeout_s (its bound is the daemon's, WAIT_MAX_S), shorter than the
+# daemon's: under the 60 s a host such as Codex gives a tool call by default, as a wait that
+# the host cut off would tell the model nothing.  The description says to call again on
+# `timeout`.
 WAIT_DEFAULT_S = 50.0
-WAIT_MAX_S = 3600.0
 
 SELF_URI = "tmux://self"
 WINDOW_URI = "tmux://self/window"

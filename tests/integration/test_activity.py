@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -19,6 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bench.procstat import exited, tpgid
 from tests.daemontest import Daemon, Rig, private_rig, running_daemon, start_in_pane
 from tests.tmuxtest import TMUX, wait_until
 
@@ -65,11 +65,6 @@ def pane_pid(rig: Rig, pane: str) -> int:
     return int(rig.tmux.display(pane, "#{pane_pid}"))
 
 
-def tpgid(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rpartition(")")[2].split()[5])
-
-
 async def waits_pending(http: aiohttp.ClientSession, n: int) -> None:
     """Until the daemon holds ``n`` waits (GET /v1/health counts them)."""
 
@@ -83,24 +78,6 @@ async def waits_pending(http: aiohttp.ClientSession, n: int) -> None:
 async def sync(http: aiohttp.ClientSession) -> None:
     async with http.post("/v1/sync") as resp:
         assert resp.status == 200
-
-
-async def exited(pid: int) -> float:
-    """When process ``pid`` exits (monotonic), told by the kernel through a pidfd."""
-    fd = os.pidfd_open(pid)
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[float] = loop.create_future()
-
-    def fired() -> None:
-        if not done.done():
-            done.set_result(time.monotonic())
-
-    loop.add_reader(fd, fired)
-    try:
-        return await done
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
 
 
 def report(what: str, samples: list[float]) -> None:

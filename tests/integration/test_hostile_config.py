@@ -107,9 +107,12 @@ def test_an_alias_set_while_attached_is_bypassed_and_the_barrier_is_honest(rig: 
         code, body = curl(daemon, "POST", "/v1/sync")
         took = time.monotonic() - began
         # The first re-read fails on the old spelling; the next attachment reads the aliases
-        # and sends list-panes under a spelling no alias takes: the barrier is kept.
+        # and sends list-panes under a spelling no alias takes: the barrier is kept (a 200:
+        # one that ran out its deadline answers 503).  It recovered by tmux's own answer,
+        # not by a command left to time out.
         assert code == 200, body
-        assert took < 10, "the barrier waited for its deadline"
+        assert "no answer within" not in daemon.logs(), daemon.logs()
+        print(f"\nbarrier with an alias set while attached: {took:.3f} s")
         assert daemon_panes(daemon) == tmux_panes(rig)
         h = health(daemon)
         assert (h["status"], h["observer"], h["last_error"]) == ("ok", "attached", None)
@@ -131,12 +134,18 @@ def test_an_alias_over_every_spelling_is_reported_and_fails_barriers(rig: Rig) -
         for method, path in (("POST", "/v1/sync"), ("GET", "/v1/tree?fresh=1")):
             began = time.monotonic()
             code, body = curl(daemon, method, path)
-            assert time.monotonic() - began < 12, "no answer past the deadline"
+            took = time.monotonic() - began
             assert code == 503, body
             assert body["error"]["code"] == "sync_failed"
             (failed,) = body["error"]["servers"]
             assert failed["socket_path"] == rig.tmux.socket_path
+            # The failure of the hijacked list-panes itself, its tries used up: not the
+            # barrier's deadline ("no re-read published within"), nor a command that was
+            # never answered.
             assert "list-panes" in failed["error"]
+            assert "published within" not in failed["error"], failed
+            assert "no answer" not in failed["error"], failed
+            print(f"\n{method} {path} failed in {took:.3f} s: {failed['error']}")
         h = health(daemon)
         assert h["status"] == "degraded" and h["observer"] == "error"
         assert "command-alias shadows every spelling of list-panes" in h["last_error"]

@@ -9,6 +9,7 @@ import pytest
 
 from tests.unit.test_cli_units import LOC
 from tmuxlocd import answers
+from tmuxlocd.activity import Activity, Outcome
 from tmuxlocd.cli import id_number, query_string
 from tmuxlocd.client_core import (
     Call,
@@ -60,6 +61,26 @@ REQUESTS: list[tuple[Call[object], str, str, bytes | None]] = [
     ),
     (ANCESTOR.panes("all", "full", None, None, "/s"), "GET", "/v1/panes?server=%2Fs", None),
     (PLAIN.tree(), "GET", "/v1/tree", None),
+    (PLAIN.wait("%3", "idle", None, None), "GET", "/v1/panes/3/wait?until=idle", None),
+    (
+        ANCESTOR.wait("self", "busy", 0.2, "/s"),
+        "GET",
+        "/v1/panes/self/wait?until=busy&timeout_s=0.2&server=%2Fs&accept=ancestor",
+        None,
+    ),
+    # Seconds as the daemon reads them: decimal digits, never an exponent.
+    (
+        PLAIN.wait("3", "exit", 1e-5, None),
+        "GET",
+        "/v1/panes/3/wait?until=exit&timeout_s=0.00001",
+        None,
+    ),
+    (
+        PLAIN.wait("3", "change", 3600, None),
+        "GET",
+        "/v1/panes/3/wait?until=change&timeout_s=3600",
+        None,
+    ),
     (PLAIN.health(), "GET", "/v1/health", None),
     (PLAIN.sync(None), "POST", "/v1/sync", b""),
     (PLAIN.sync("/s"), "POST", "/v1/sync?server=%2Fs", b""),
@@ -93,6 +114,12 @@ def test_request_headers() -> None:
         lambda c: c.location("x", None, False),
         lambda c: c.neighbors("up", "self", None),
         lambda c: c.panes("planet", "full", None, None, None),
+        lambda c: c.wait("self", "soon", None, None),
+        lambda c: c.wait("self", "idle", -1, None),
+        lambda c: c.wait("self", "idle", 3600.5, None),
+        lambda c: c.wait("self", "idle", float("nan"), None),
+        lambda c: c.wait("self", "idle", True, None),
+        lambda c: c.wait("x", "idle", None, None),
         lambda c: c.events(
             "/s",
             pane=None,
@@ -110,6 +137,16 @@ def test_request_headers() -> None:
 def test_bad_arguments_fail_before_any_request(bad: object) -> None:
     with pytest.raises(ValueError):
         bad(PLAIN)  # type: ignore[operator]
+
+
+def test_only_a_long_poll_has_its_own_read_timeout() -> None:
+    """A wait's answer may take its timeout_s (the daemon's 300 s when not given), and then
+    some; every other call has the transport's request timeout."""
+    assert PLAIN.wait("self", "idle", None, None).read_timeout == 310.0
+    assert PLAIN.wait("self", "idle", 0.2, None).read_timeout == pytest.approx(10.2)
+    assert PLAIN.wait("self", "idle", 0, None).read_timeout == 10.0
+    assert PLAIN.tree().read_timeout is None and PLAIN.sync(None).read_timeout is None
+    assert PLAIN.headers(PLAIN.wait("self", "idle", None, None)) == {"Accept": "application/json"}
 
 
 def test_one_id_spelling() -> None:
@@ -134,6 +171,12 @@ SELF = answers.SelfAnswer(
 )
 ENTRY = answers.NeighborEntry(id="%4", index=1, shared=40)
 
+# A wait met (its command ended: the shell is in front) and one that timed out (cat still is).
+WAITED: tuple[tuple[float, Outcome, str, float], ...] = (
+    (5, "idle", "sh", 1234.5),
+    (0.2, "timeout", "cat", 200.4),
+)
+
 DECODED: list[tuple[Call[object], object]] = [
     (PLAIN.where_am_i(), SELF),
     (PLAIN.location("%3", None, False), LOC),
@@ -148,6 +191,25 @@ DECODED: list[tuple[Call[object], object]] = [
         answers.PaneSummaryList(panes=(answers.summary_of(LOC),), total=3, truncated=True),
     ),
     (PLAIN.tree(), answers.Tree(servers=(answers.TreeServer(socket_path="/s", running=True),))),
+    *(
+        (
+            PLAIN.wait("%3", "idle", timeout_s, None),
+            answers.WaitAnswer(
+                outcome=outcome,
+                until="idle",
+                met=outcome == "idle",
+                location=LOC,
+                activity=Activity(command=now, busy=now != "sh"),
+                before=Activity(command="sleep", busy=True),
+                waited_ms=waited_ms,
+            ),
+        )
+        for timeout_s, outcome, now, waited_ms in WAITED
+    ),
+    (
+        PLAIN.wait("%3", "busy", None, None),
+        answers.WaitAnswer(outcome="gone", until="busy", met=False, reason="the pane was removed"),
+    ),
     (
         PLAIN.health(),
         answers.Health(
@@ -200,6 +262,14 @@ def test_error_answers() -> None:
         core.answer(core.sync(None), 503, None, body)
     assert failed.value.status == 503 and failed.value.code == "sync_failed"
     assert failed.value.servers == {"/s1": "timeout", "/s2": "gone"}
+    with pytest.raises(ClientError) as exc:
+        core.answer(
+            core.wait("%9", "idle", None, None),
+            400,
+            None,
+            b'{"error":{"code":"bad_until","message":"until: soon"}}',
+        )
+    assert (exc.value.status, exc.value.code) == (400, "bad_until")
     with pytest.raises(ClientError) as exc:
         core.answer(core.tree(), 502, None, b"<html>Bad Gateway</html>")
     assert (exc.value.code, exc.value.message) == ("http_502", "<html>Bad Gateway</html>")

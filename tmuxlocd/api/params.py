@@ -32,7 +32,7 @@ from typing import (
 import msgspec
 from msgspec import Meta
 
-from tmuxlocd.activity import Until
+from tmuxlocd.activity import WAIT_DEFAULT_S, WAIT_MAX_S, Until
 from tmuxlocd.api.errors import ApiError
 from tmuxlocd.events import STREAM_TYPES, ActivityType, ChangeType
 from tmuxlocd.layout import Direction
@@ -101,10 +101,6 @@ def _types(name: str, value: str) -> frozenset[str]:
         if each not in STREAM_TYPES:
             bad(name, each, "a comma list of " + ", ".join(sorted(STREAM_TYPES)))
     return frozenset(names)
-
-
-WAIT_DEFAULT_S = 300.0
-WAIT_MAX_S = 3600.0
 
 
 def _seconds(name: str, value: str) -> float:
