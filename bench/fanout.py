@@ -127,8 +127,12 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
             res.add(f"B8 {count} spread", panes, spread)
             res.facts[f"B8 cpu per event@{panes}/{count}"] = cpu / max(out["lines"], 1)
             res.facts[f"B8 events@{panes}/{count}"] = out["lines"]
+            # What one change (a split, or a kill) wrote to each stream: the floor's size.
+            res.facts[f"B8 bytes per change@{panes}"] = out["bytes"] / max(2 * plan.changes, 1)
             if out["misses"]:
                 res.misses.append(f"B8 {count} at {panes} panes: {out['misses']} timed out")
+        # The floor, writing what the daemon wrote per change at this size.
+        await floor_spreads(farm, plan, res, int(res.facts[f"B8 bytes per change@{panes}"]))
         # B4: memory with every stream connected, nothing happening.
         res.facts[f"B4 RSS 1000@{panes}"] = (held, procstat.rss_bytes(daemon.pid))
 
@@ -154,6 +158,63 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
         await probe.stop()
 
 
+FLOOR_WRITES = ("transport", "send")
+
+
+async def floor_spreads(farm: Farm, plan: FanPlan, res: Results, size: int) -> None:
+    """B8's floor: ``bench.fanout_floor`` under the same probe, for each way of writing,
+    ``size`` bytes a change to every stream."""
+    panes = farm.total
+    for how in FLOOR_WRITES:
+        sock, fifo = str(farm.dir / f"floor-{how}.sock"), str(farm.dir / f"floor-{how}.fifo")
+        server = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.fanout_floor",
+            "--path",
+            sock,
+            "--fifo",
+            fifo,
+            "--write",
+            how,
+            "--line-bytes",
+            str(max(size - 8, 100)),  # less the chunk's own framing
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            env=clean_env(),
+            cwd=str(REPO),
+        )
+        probe = ProbeProc()
+        try:
+            assert server.stdout is not None
+            if (await asyncio.wait_for(server.stdout.readline(), 30)).strip() != b"ready":
+                raise RuntimeError("the fan-out floor did not start")
+            await probe.start()
+            held = 0
+            for count in plan.counts[1:]:
+                log(f"B8 floor ({how}) to {count} subscriber(s)")
+                await probe.job("connect", socket=sock, target=TARGET, n=count - held)
+                held = count
+                out = await probe.job(
+                    "changes",
+                    split=["sh", "-c", f"echo added > {fifo}; echo %0"],
+                    kill=["sh", "-c", f"echo removed > {fifo}"],
+                    k=plan.changes,
+                    gap_s=plan.gap_s,
+                )
+                spread = [b - a for a, b in zip(out["first"], out["last"], strict=True)]
+                res.add(f"B8 floor {how} {count} spread", panes, spread)
+        finally:
+            await probe.stop()
+            if server.returncode is None:
+                server.terminate()
+            said, _ = await server.communicate()
+        for line in said.splitlines():
+            if line.startswith(b"{"):
+                for count, seconds in json.loads(line)["loops"]:
+                    res.add(f"B8 floor {how} {count} loop", panes, [seconds])
+
+
 def rows(res: Results) -> list[Row]:
     """The goal rows of B8, B4 at 1,000 subscribers and B9."""
     out: list[Row] = []
@@ -171,6 +232,8 @@ def rows(res: Results) -> list[Row]:
             if not spread or n < 2:
                 continue
             goal_ms = 1.0 if n <= 100 else 10.0
+            floors = {how: res.get(f"B8 floor {how} {n} spread", p) for how in FLOOR_WRITES}
+            floor = floors["transport"]
             out.append(
                 Row(
                     "B8",
@@ -178,8 +241,16 @@ def rows(res: Results) -> list[Row]:
                     str(p),
                     fmt_ms(median(spread)),
                     fmt_ms(p99(spread)),
-                    f"first after the split's spawn {fmt_ms(median(first))}",
-                    "",
+                    "; ".join(
+                        [f"first after the split's spawn {fmt_ms(median(first))}"]
+                        + [
+                            f"floor ({how}) {fmt_ms(median(values))}, its writes "
+                            f"{fmt_ms(median(res.get(f'B8 floor {how} {n} loop', p) or [0.0]))}"
+                            for how, values in floors.items()
+                            if values
+                        ]
+                    ),
+                    f"{median(spread) / median(floor):.2f}×" if floor else "",
                     f"≤ {goal_ms:g} ms" if n in (100, 1000) else "",
                     median(spread) * 1000 <= goal_ms if n in (100, 1000) else None,
                 )
