@@ -223,7 +223,10 @@ def rows(res: Results) -> list[Row]:
         counts = sorted(
             int(name.split()[1])
             for name in res.series
-            if name.endswith(" spread") and name.startswith("B8 ") and p in res.series[name]
+            if name.endswith(" spread")
+            and name.startswith("B8 ")
+            and not name.startswith("B8 floor ")
+            and p in res.series[name]
         )
         base = res.facts.get(f"B8 cpu per event@{p}/{counts[0]}") if counts else None
         for n in counts:

@@ -5,11 +5,13 @@ when a stream's sink takes a publication or leaves it to the queue.  The hub is 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from tests.unit.test_queries import captured
 from tests.unit.test_streams import core, resized
-from tmuxlocd.events import pane_key
+from tmuxlocd.events import SnapshotEvent, pane_key
 from tmuxlocd.hub import Hub, Published
+from tmuxlocd.location import Location
 from tmuxlocd.queries import Selection
 from tmuxlocd.streams import EventFrames, http_chunk
 
@@ -144,3 +146,31 @@ def test_a_closed_subscriber_has_no_sink() -> None:
     with hub.subscribe(lambda e: True) as sub:
         sub.sink = lambda items: True
     assert sub.closed and sub.sink is None
+
+
+def test_streams_of_one_selection_share_a_snapshot_frame_without_building_it() -> None:
+    hub = Hub()
+    state = captured()
+    hub.update(state)
+    first = core(hub, Selection())
+    seq, frame = first.snapshot_frame()
+    assert seq == hub.seq and json.loads(frame)["type"] == "snapshot"
+    built: list[object] = []
+    real = hub.snapshot
+
+    def counted(predicate: Callable[[Location], bool] | None = None) -> SnapshotEvent:
+        built.append(predicate)
+        return real(predicate)
+
+    hub.snapshot = counted  # type: ignore[method-assign]
+    second = core(hub, Selection(), frames=first.frames)
+    assert second.snapshot_frame() == (seq, frame) and second.snapshot_frame()[1] is frame
+    assert built == []  # taken, not built again
+    # A scoped stream keeps its members: it builds its own (and shares the bytes).
+    window = next(iter(state.windows))
+    scoped = core(hub, Selection(window=window), frames=first.frames)
+    scoped.snapshot_frame()
+    assert len(built) == 1 and scoped.members
+    # Once something is published, the frame is of the new seq.
+    hub.update(resized(state, "%2", 100))
+    assert second.snapshot_frame()[0] == hub.seq != seq
