@@ -9,6 +9,7 @@ import msgspec
 
 from tmuxlocd.api.auth import Guard
 from tmuxlocd.api.replies import Prepared
+from tmuxlocd.heap import Trimmer
 from tmuxlocd.hub import Hub
 from tmuxlocd.memo import Memo
 from tmuxlocd.streams import EventFrames, SnapshotFrames
@@ -39,3 +40,4 @@ class Context:
         self.event_frames = EventFrames()  # and what the publisher writes to them directly
         self.answers: Memo[Prepared] = Memo()  # GET /v1/self, per caller, per model version
         self.openapi: bytes | None = None  # the document, made on first request
+        self.trimmer = Trimmer()  # heap back to the system after streams' bursts

@@ -69,6 +69,7 @@ class Stream(StreamCore):
             with_neighbors=with_neighbors,
         )
         self.settings = ctx.settings
+        self.trimmer = ctx.trimmer
         self.event_frames: EventFrames = ctx.event_frames
         self.sub: Subscriber | None = None
         self.closing = False
@@ -140,21 +141,28 @@ class Stream(StreamCore):
                     await response.write(piece)
                     if request.protocol.writing_paused:
                         await request.writer.drain()
-                return
-            # Chunked, and the stream's own to write (as the publisher does): one HTTP chunk
-            # whose body goes straight from the shared frames to the socket, in slices.
-            # aiohttp's chunked write would join each slice with its framing (a copy of
-            # every snapshot byte, 700 MB for 1,000 streams at 1,000 panes).
-            if size <= WRITE_SLICE:
-                pieces: list[bytes | memoryview] = [http_chunk(b"".join(out))]
             else:
-                pieces = [b"%x\r\n" % size, *_slices(out, size), b"\r\n"]
-            for piece in pieces:
-                if transport.is_closing():
-                    raise ConnectionResetError("the stream's reader went away")
-                transport.write(piece)
-                if request.protocol.writing_paused:
-                    await request.writer.drain()
+                await self._write_chunk(request, transport, out, size)
+        if size > WRITE_SLICE:
+            self.trimmer.soon()  # a snapshot's buffers are freed now (tmuxlocd.heap)
+
+    async def _write_chunk(
+        self, request: web.Request, transport: asyncio.Transport, out: list[bytes], size: int
+    ) -> None:
+        """Chunked, and the stream's own to write (as the publisher does): one HTTP chunk
+        whose body goes straight from the shared frames to the socket, in slices.  aiohttp's
+        chunked write would join each slice with its framing (a copy of every snapshot byte,
+        700 MB for 1,000 streams at 1,000 panes)."""
+        if size <= WRITE_SLICE:
+            pieces: list[bytes | memoryview] = [http_chunk(b"".join(out))]
+        else:
+            pieces = [b"%x\r\n" % size, *_slices(out, size), b"\r\n"]
+        for piece in pieces:
+            if transport.is_closing():
+                raise ConnectionResetError("the stream's reader went away")
+            transport.write(piece)
+            if request.protocol.writing_paused:
+                await request.writer.drain()
 
     def _heartbeat(self) -> bytes:
         return HEARTBEAT_JSON + b"\n" if self.fmt == "ndjson" else SSE_HEARTBEAT
@@ -192,6 +200,8 @@ class Stream(StreamCore):
                 log.debug("stream reader stalled; closed", extra={"sse_format": self.fmt})
                 if request.transport is not None:
                     request.transport.abort()
+            finally:
+                self.trimmer.soon()  # and so are the connection's
         return response
 
     async def _pump(
