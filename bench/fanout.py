@@ -150,6 +150,8 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
         storm = await probe.answer(120)
         res.facts[f"B9@{panes}"] = {
             **{k: v for k, v in storm.items() if k != "ok"},
+            # The new daemon's CPU from its start: the storm is most of it.
+            "daemon_cpu": procstat.cpu_seconds(daemon.pid),
             "t_stop": t_stop,
             "t_spawn": t_spawn,
             "t_ready": t_ready,
@@ -313,7 +315,13 @@ def rows(res: Results) -> list[Row]:
                 "",
                 f"{storm['resumed']} of {storm['streams']} resumed, {refused} refused; "
                 f"from the old one's stop {fmt_ms(last - storm['t_stop']) if last else '—'}, "
-                f"new one ready {fmt_ms(storm['t_ready'] - storm['t_spawn'])}",
+                f"new one ready {fmt_ms(storm['t_ready'] - storm['t_spawn'])}"
+                + (
+                    f"; CPU: daemon {storm['daemon_cpu']:.2f} s, subscribers' reading "
+                    f"{storm['cpu']:.2f} s (2 cores)"
+                    if "daemon_cpu" in storm and "cpu" in storm
+                    else ""
+                ),
                 "",
                 "all, ≤ 2 s",
                 ok and took <= 2.0,
@@ -329,12 +337,16 @@ METHOD = """\\
   with raw non-blocking sockets under one epoll, each read timestamped as it returns (an
   upper bound of the arrival).  B8: `split-window -d` (subprocess) in the observer's session,
   then `kill-pane`, 60 ms of quiet before each; the spread is the last subscriber's
-  `pane.added` less the first's, in the same sample.  CPU per event and subscriber: the
-  daemon's CPU per event line with N subscribers less that with 1, over N - 1.  B4: RSS with
+  `pane.added` less the first's, in the same sample.  Its floor: `bench.fanout_floor`, an
+  asyncio process that only writes, to the same number of streams held by the same probe,
+  a chunk of the bytes the daemon wrote per change at that size, by `transport.write` and by
+  `os.write`; "its writes" is the floor's own loop over the streams.  CPU per event and
+  subscriber: the daemon's CPU per event line with N subscribers less that with 1, over
+  N - 1.  B4: RSS with
   every stream connected and idle.  B9: SIGTERM to the daemon, a new one started at once;
   every stream that ends reconnects with its `Last-Event-ID` (retrying while nothing
   listens); the time is from the new process's spawn to the last stream's snapshot of the
-  new instance.
+  new instance, with the CPU the new daemon and the probe (reading every snapshot) used.
 """
 
 
