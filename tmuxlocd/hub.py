@@ -177,7 +177,7 @@ class Hub:
         return self.journal.seq
 
     @property
-    def ring(self) -> deque[Published]:
+    def ring(self) -> list[Published]:
         return self.journal.ring
 
     def event_id(self, seq: int | None = None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -78,3 +79,29 @@ def test_a_resumable_id_replays_every_later_event(n: int, ring: int, asked: int)
         assert asked > n or asked < n - ring
     else:
         assert [i.seq for i in journal.since(seq)] == list(range(seq + 1, n + 1))
+
+
+def test_a_replayed_event_is_the_one_published() -> None:
+    # The ring keeps bytes only: what a resume rebuilds must be the very event (Locations
+    # from captured tmux replies, pane.changed and pane.removed, activity in its own ring).
+    from tests.unit.test_queries import captured
+    from tests.unit.test_streams import resized
+    from tmuxlocd.hub import Hub
+
+    hub = Hub()
+    state = captured()
+    published = hub.update(state)
+    published += hub.update(resized(state, "%2", 100))
+    gone = dict(state.panes)
+    gone.pop("%3")
+    published += hub.update(msgspec.structs.replace(state, panes=gone))
+    assert {type(p.event).__name__ for p in published} >= {
+        "ServerUp",
+        "PaneAdded",
+        "PaneChanged",
+        "PaneRemoved",
+    }
+    assert hub.journal.since(0) == published
+    assert hub.ring == published
+    middle = published[len(published) // 2].seq
+    assert hub.journal.since(middle) == [p for p in published if p.seq > middle]
