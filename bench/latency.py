@@ -34,8 +34,9 @@ from bench.runner import (
     Results,
     Subscribers,
     Targets,
+    add_cost,
+    costs_without_daemon,
     idle_cpu,
-    list_cost,
     log,
     observer_session,
     pick_targets,
@@ -43,7 +44,7 @@ from bench.runner import (
     split_cost,
 )
 from bench.stats import fmt_ms, median
-from bench.tmuxfarm import LOCATION_FIELDS, PANE_CMD, Bus, Farm, attach_control
+from bench.tmuxfarm import PANE_CMD, Bus, Farm, attach_control
 
 REPO = Path(__file__).resolve().parent.parent
 BUILT = Path.home() / ".cache" / "tmuxlocd" / "tmux"
@@ -86,26 +87,7 @@ async def measure_size(
         await asyncio.to_thread(farm.build, list(PANE_CMD), str(REPO))
         first = pick_targets(farm, "$0")
         if b7:
-            base = await idle_cpu(farm, None, plan.idle_s)
-            res.facts[f"B5 server idle without daemon@{panes}"] = base["server"]
-            from tmuxlocd.model import PANE_FORMAT
-
-            pair_fmt = "\t".join(f"#{{{f}}}" for f in LOCATION_FIELDS)
-            driver = await attach_control(farm, first.other_session, "no-output,ignore-size", bus)
-            try:
-                for label, pane in (("attached", first.attached_pane), ("other", first.other_pane)):
-                    cpu, wall = await split_cost(farm, driver, bus, None, pane, plan.split_k)
-                    res.facts[f"B7 without {label}@{panes}"] = _sum(
-                        res.facts.get(f"B7 without {label}@{panes}"), (cpu, wall)
-                    )
-                res.facts[f"B7 list-panes location fields@{panes}"] = await list_cost(
-                    farm, driver, pair_fmt, plan.list_k
-                )
-                res.facts[f"B7 list-panes daemon fields@{panes}"] = await list_cost(
-                    farm, driver, PANE_FORMAT, plan.list_k
-                )
-            finally:
-                await driver.close()
+            await costs_without_daemon(farm, bus, first, plan, res)
         await query_floor(farm, bus, first, plan.props(panes), res)
         daemon = Daemon(farm)
         await daemon.start()
@@ -124,7 +106,7 @@ async def measure_size(
                     ("other", targets.other_pane),
                 ):
                     cpu, wall = await split_cost(farm, driver, bus, subs, pane, plan.split_k)
-                    res.facts[f"B7 with {label}@{panes}"] = _sum(
+                    res.facts[f"B7 with {label}@{panes}"] = add_cost(
                         res.facts.get(f"B7 with {label}@{panes}"), (cpu, wall)
                     )
                     res.facts[f"B7 rounds@{panes}"] = rnd + 1
@@ -192,10 +174,6 @@ async def query_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Resul
         await peer.close()
     res.add("B3 floor layout-change", farm.total, lc)
     res.add("B3 floor query answered", farm.total, answered)
-
-
-def _sum(before: tuple[float, float] | None, more: tuple[float, float]) -> tuple[float, float]:
-    return more if before is None else (before[0] + more[0], before[1] + more[1])
 
 
 async def run_version(tmux: str, plan: Plan, rounds: int) -> Results:

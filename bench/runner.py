@@ -663,6 +663,39 @@ async def idle_cpu(farm: Farm, daemon: Daemon | None, seconds: float) -> dict[st
 # ------------------------------------------------------------------------------ one size
 
 
+def add_cost(before: tuple[float, float] | None, more: tuple[float, float]) -> tuple[float, float]:
+    """(CPU, wall) of one more round added to those before (None: the first round)."""
+    return more if before is None else (before[0] + more[0], before[1] + more[1])
+
+
+async def costs_without_daemon(
+    farm: Farm, bus: Bus, targets: Targets, plan: Plan, res: Results
+) -> None:
+    """What tmux spends alone, before any daemon runs: its idle CPU (B5's base), a split in
+    the attached and in another session (B7's base) and one full listing of the location
+    fields and of the daemon's own (B7's yardstick).  Figures of rounds of one size add up."""
+    from tmuxlocd.model import PANE_FORMAT
+
+    panes = farm.total
+    base = await idle_cpu(farm, None, plan.idle_s)
+    res.facts[f"B5 server idle without daemon@{panes}"] = base["server"]
+    pair_fmt = "\t".join(f"#{{{f}}}" for f in LOCATION_FIELDS)
+    driver = await attach_control(farm, targets.other_session, "no-output,ignore-size", bus)
+    try:
+        for label, pane in (("attached", targets.attached_pane), ("other", targets.other_pane)):
+            cost = await split_cost(farm, driver, bus, None, pane, plan.split_k)
+            key = f"B7 without {label}@{panes}"
+            res.facts[key] = add_cost(res.facts.get(key), cost)
+        res.facts[f"B7 list-panes location fields@{panes}"] = await list_cost(
+            farm, driver, pair_fmt, plan.list_k
+        )
+        res.facts[f"B7 list-panes daemon fields@{panes}"] = await list_cost(
+            farm, driver, PANE_FORMAT, plan.list_k
+        )
+    finally:
+        await driver.close()
+
+
 async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str) -> None:
     log(f"{panes} panes: building the tmux server")
     farm = Farm(tmux, panes)
@@ -683,32 +716,9 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         # Planned split targets (the observer attaches to the lowest session id when no
         # client is attached; checked below once the daemon runs).
         first_targets = pick_targets(farm, "$0")
-        pair_fmt = "\t".join(f"#{{{f}}}" for f in LOCATION_FIELDS)
-        from tmuxlocd.model import PANE_FORMAT
-
         if heavy:
-            log(f"{panes} panes: idle tmux server without the daemon ({plan.idle_s:.0f} s)")
-            base_idle = await idle_cpu(farm, None, plan.idle_s)
-            res.facts[f"B5 server idle without daemon@{panes}"] = base_idle["server"]
-            log(f"{panes} panes: split cost without the daemon")
-            driver = await attach_control(
-                farm, first_targets.other_session, "no-output,ignore-size", bus
-            )
-            try:
-                for label, pane in (
-                    ("attached", first_targets.attached_pane),
-                    ("other", first_targets.other_pane),
-                ):
-                    cpu, wall = await split_cost(farm, driver, bus, None, pane, plan.split_k)
-                    res.facts[f"B7 without {label}@{panes}"] = (cpu, wall)
-                res.facts[f"B7 list-panes location fields@{panes}"] = await list_cost(
-                    farm, driver, pair_fmt, plan.list_k
-                )
-                res.facts[f"B7 list-panes daemon fields@{panes}"] = await list_cost(
-                    farm, driver, PANE_FORMAT, plan.list_k
-                )
-            finally:
-                await driver.close()
+            log(f"{panes} panes: idle tmux server and split cost without the daemon")
+            await costs_without_daemon(farm, bus, first_targets, plan, res)
 
         log(f"{panes} panes: starting the daemon")
         daemon = Daemon(farm)
