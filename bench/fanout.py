@@ -255,7 +255,8 @@ def rows(res: Results) -> list[Row]:
                             if values
                         ]
                     ),
-                    f"{median(spread) / median(floor):.2f}×" if floor else "",
+                    # (A few streams may all be read in one wait: a spread of 0.)
+                    f"{median(spread) / median(floor):.2f}×" if floor and median(floor) else "",
                     f"≤ {goal_ms:g} ms" if n in (100, 1000) else "",
                     median(spread) * 1000 <= goal_ms if n in (100, 1000) else None,
                 )

@@ -73,7 +73,8 @@ def create_app(
             app.router.add_get(route.path, handler, allow_head=route.allow_head)
         else:
             app.router.add_route(route.method, route.path, handler)
-    fallback = app.router.add_resource("/{tail:.*}", name=REFUSALS)
+    # Any path at all: a decoded path may hold a newline, which ".*" would not match.
+    fallback = app.router.add_resource(r"/{tail:[\s\S]*}", name=REFUSALS)
     fallback.add_route("*", _guarded(ctx, lambda request: _refusal(request, fallback)))
     return app
 
