@@ -269,10 +269,25 @@ class PeerFacts:
             return first
         try:
             if self._fd is None:
-                self._fd = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+                return Own(self._keep(first.stat), first.env_pane)
             return Own(reread_stat(os.pread(self._fd, 4096, 0), first.stat), first.env_pane)
         except (OSError, ValueError, IndexError):
             return Own(None, first.env_pane)
+
+    def _keep(self, first: ProcStat) -> ProcStat | None:
+        """Opens the file to keep, by number: read whole once, it must be the process first
+        read (its start time), not another that took the number since."""
+        fd = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            now = parse_stat(os.pread(fd, 4096, 0))
+        except (OSError, ValueError, IndexError):
+            os.close(fd)
+            raise
+        if (now.pid, now.starttime) != (first.pid, first.starttime):
+            os.close(fd)
+            return None
+        self._fd = fd
+        return now
 
     def close(self) -> None:
         fd, self._fd = self._fd, None

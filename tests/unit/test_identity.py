@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tmuxlocd.identity import (
+    PeerFacts,
     ProcStat,
     environ_pane,
     nearest_tty_ancestor,
@@ -184,3 +185,19 @@ def test_a_reread_stat_line_gives_what_a_full_parse_gives(
     assert first == ProcStat(pid=4321, ppid=ppid, tty_nr=tty_nr, starttime=starttime)
     assert reread_stat(line(ppid, tty_nr), first) == first
     assert reread_stat(line(1, 0), first) == first._replace(ppid=1, tty_nr=0)
+
+
+def test_peer_facts_keep_the_file_of_the_process_first_read_only() -> None:
+    facts = PeerFacts(os.getpid())
+    first = facts.read()
+    assert first.stat is not None and first.stat.pid == os.getpid()
+    assert facts.read() == first  # the second read keeps the file, and reads the same
+    facts.close()
+    # Had the number been given to another process in between (another start time), the
+    # file opened by number is not kept and nothing is said of the stranger.
+    other = PeerFacts(os.getpid())
+    mine = other.read()
+    assert mine.stat is not None
+    other._first = mine._replace(stat=mine.stat._replace(starttime=mine.stat.starttime + 1))
+    assert other.read().stat is None
+    assert other._fd is None
