@@ -79,6 +79,16 @@ WINDOW_MISSES = 2
 BARRIER_TRIES = 3
 # The prefix of the %message lines the daemon's 3.4+ hook sends: "tmuxlocd <hook> @<id>".
 MESSAGE_PREFIX = "tmuxlocd "
+# tmux 3.3 and older (no %message): the hook appends its window's rows to a server user option
+# that the hook waiter reads and clears each round, and counts its firings in another, so that
+# rows older than a re-read are known (ServerMirror.on_waiter_round).
+LAYOUTS_OPTION = "@tmuxlocd_layouts"
+LAYOUT_SEQ_OPTION = "@tmuxlocd_layout_seq"
+# The hook stops appending once the option holds this many characters (a daemon killed leaves
+# its hook running with no waiter to clear it); the daemon then lists every window instead.
+LAYOUTS_LIMIT = 1 << 18
+# Reads the counter (appended to every re-read batch while the waiter's rows are used).
+READ_LAYOUT_SEQ = ("display-message", "-p", f"#{{{LAYOUT_SEQ_OPTION}}}")
 
 Argv = tuple[str, ...]
 Reread = Generator[list[Argv], list[Reply], None]
@@ -137,6 +147,10 @@ class ServerMirror:
         self.dirty = Dirty()
         self.rehook = False  # the hooks' guard names the old attached session
         self.hooks_installed = False
+        self.hooks_wanted = False  # the daemon installs hooks here (not --no-hooks)
+        # The hook counter as of the end of the last re-read batch (tmux 3.3): rows counted
+        # after it are newer than every reply applied.  None: not read on this attachment.
+        self.layout_seq: int | None = None
         self.reading = False  # a re-read is under way (its replies are not applied yet)
         self._window_misses: dict[str, int] = {}
         # Windows marked dirty only by notifications that our 3.4+ hook message, arriving
@@ -164,6 +178,7 @@ class ServerMirror:
         """A new attachment: the dirty marks of the old one are answered by a full read."""
         self.attached_session = session_id
         self.dirty = Dirty()
+        self.layout_seq = None
         self._window_misses.clear()
         self._message_answers.clear()
 
@@ -243,9 +258,11 @@ class ServerMirror:
                 pass
         return NOTHING
 
-    def on_hook_message(self, words: list[str]) -> None:
+    def on_hook_message(self, words: list[str], *, answers: bool = True) -> None:
         """Our 3.4+ hook's message: ``<hook> @W <zoomed> <layout> <pane> <pane> ...``, the
-        window's panes as they were when the hook ran (``hook_command``).
+        window's panes as they were when the hook ran (``hook_command``); ``answers``: it
+        came on the control connection after the notifications it answers (not so for the
+        3.3 waiter's rows, which travel by another client).
 
         A window already known is updated from it with no query at all.  While a re-read is
         under way the message is only a mark: that re-read's replies may be older than the
@@ -277,27 +294,36 @@ class ServerMirror:
         # tmux writes a window's %layout-change to control clients and then runs its hooks
         # (notify.c), so the message was expanded after every notification before it: the
         # marks those made are answered, and the query they asked for is not sent.
-        if window_id in self._message_answers:
+        if answers and window_id in self._message_answers:
             self._message_answers.discard(window_id)
             self.dirty.windows.discard(window_id)
         self.mark(publish=True)
 
-    def dirty_from_window_rows(self, lines: Iterable[str]) -> None:
-        """Mark what a window listing (the hook waiter's) shows to differ from the model.
-        Its rows are never applied: they may be older than a re-read already done."""
-        structure = False
-        windows: set[str] = set()
-        try:
-            for row in join_rows(self._rows(tuple(lines)), "W"):
-                _, window = parse_window_row(row)
-                known = self.windows.get(window.id)
-                if known is None:
-                    structure = True
-                elif known != window:
-                    windows.add(window.id)
-        except RowError:
-            structure = True
-        self.mark(structure=structure, windows=windows)
+    def on_waiter_round(self, lines: Iterable[str]) -> None:
+        """What one round of the 3.3 hook waiter printed: the value of ``LAYOUTS_OPTION``,
+        ``|<count> @W <zoomed> <layout> <pane> ...`` for each firing of the hook since the
+        last round (``hook_command``), read and cleared in one go.
+
+        Rows counted after the last re-read batch are newer than every reply applied, and
+        update their window as a 3.4 message does (no query).  Older ones may be older than
+        a reply already applied (the reply and the rows come by different clients), so they
+        only mark their window, as do rows that arrive while a re-read is under way.  A value
+        at the limit may have lost rows: every window is listed."""
+        for line in lines:
+            if not line.startswith("|"):
+                continue  # not the option's value (a user's after-hook printed it)
+            if len(line) >= LAYOUTS_LIMIT:
+                self.mark(layouts=True)
+            for entry in line[1:].split("|"):
+                count, _, rest = entry.partition(" ")
+                words = rest.split(" ")
+                window_id = words[0]
+                if not (count.isdigit() and window_id[:1] == "@" and window_id[1:].isdigit()):
+                    self.mark(layouts=True)
+                elif self.layout_seq is None or int(count) <= self.layout_seq or self.reading:
+                    self.mark(windows=(window_id,))
+                else:
+                    self.on_hook_message(["window-layout-changed", *words], answers=False)
 
     # ------------------------------------------------------------------ re-reading
 
@@ -312,9 +338,31 @@ class ServerMirror:
         apply them.  The caller publishes ``state()`` when the generator ends."""
         self.reading = True
         try:
-            yield from self._reread(what)
+            if self.counts_layouts():
+                yield from self._counted(self._reread(what))
+            else:
+                yield from self._reread(what)
         finally:
             self.reading = False
+
+    def counts_layouts(self) -> bool:
+        """Re-reads read the hook counter too: the 3.3 hook waiter's rows are used."""
+        return self.hooks_wanted and not uses_message_hooks(self.version)
+
+    def _counted(self, gen: Reread) -> Reread:
+        """``gen``'s batches, each followed by a read of the hook counter: every hook
+        counted up to that value ran before the batch's replies were made."""
+        batch = next(gen, None)
+        while batch is not None:
+            *replies, counted = yield [*batch, self.spell(READ_LAYOUT_SEQ)]
+            check(("display-message",), counted)
+            value = counted.lines[0] if counted.lines else ""
+            try:
+                batch = gen.send(replies)
+            except StopIteration:
+                batch = None
+            # Unset: no hook ran yet.  Not a number (a user's doing): every row is a mark.
+            self.layout_seq = int(value) if value.isdigit() else 0 if not value else None
 
     def _reread(self, what: Dirty) -> Reread:
         spell = self.spell
@@ -540,11 +588,22 @@ def hook_command(mirror: ServerMirror, hook: str, channel: str) -> str:
         return f"{spell.word('display-message')} -c '{mirror.client_name}' '{text}'"
     # 3.3: the guard is a format evaluated inside the server (no fork): windows of the
     # attached session already send us %layout-change, and a hook for them would only cost
-    # the waiter's wake-up and a second, wider re-read.  #{session_id} is the session the
-    # hook's window was found in.
+    # the waiter's wake-up.  #{session_id} is the session the hook's window was found in.
+    # The hook counts itself, appends its window's panes (as the 3.4 message carries them)
+    # to LAYOUTS_OPTION unless that is full, and wakes the waiter, whose next round prints
+    # and clears the option: no query follows.  Nothing here contains a "$" (the guard's
+    # session id is single-quoted): tmux expands variables inside double quotes.
     guard = f"#{{!=:#{{session_id}},{mirror.attached_session}}}"
-    wait_for = spell.word("wait-for")
-    return f"{spell.word('if-shell')} -F '{guard}' \"{wait_for} -S {channel}\""
+    set_option = spell.word("set-option")
+    count = f"{set_option} -sF {LAYOUT_SEQ_OPTION} '#{{e|+:#{{{LAYOUT_SEQ_OPTION}}},1}}'"
+    row = (
+        f"|#{{{LAYOUT_SEQ_OPTION}}} #{{window_id}} #{{window_zoomed_flag}} "
+        f"#{{window_layout}}{MESSAGE_PANE_FORMAT}"
+    )
+    room = f"#{{e|<:#{{n:{LAYOUTS_OPTION}}},{LAYOUTS_LIMIT}}}"
+    append = f"{set_option} -saF {LAYOUTS_OPTION} '#{{?{room},{row},}}'"
+    wake = f"{spell.word('wait-for')} -S {channel}"
+    return f"{spell.word('if-shell')} -F '{guard}' \"{count} ; {append} ; {wake}\""
 
 
 def install_hooks(mirror: ServerMirror, channel: str) -> list[Argv]:
@@ -557,4 +616,12 @@ def install_hooks(mirror: ServerMirror, channel: str) -> list[Argv]:
 
 
 def remove_hooks(mirror: ServerMirror) -> list[Argv]:
-    return [mirror.spell(("set-hook", "-gu", f"{hook}[{HOOK_INDEX}]")) for hook in HOOKS]
+    removed = [mirror.spell(("set-hook", "-gu", f"{hook}[{HOOK_INDEX}]")) for hook in HOOKS]
+    if uses_message_hooks(mirror.version):
+        return removed
+    # The 3.3 hook's options go with it (the counter too: a daemon started later counts
+    # from its own first read).
+    return [
+        *removed,
+        *(mirror.spell(("set-option", "-su", o)) for o in (LAYOUTS_OPTION, LAYOUT_SEQ_OPTION)),
+    ]

@@ -39,7 +39,7 @@ from tmuxlocd.hub import Hub
 from tmuxlocd.mirror import (
     HOOK_INDEX,
     HOOKS,
-    LIST_WINDOWS,
+    LAYOUTS_OPTION,
     SERVER_FACTS,
     Argv,
     Barriers,
@@ -72,8 +72,8 @@ EARLY_EXITS = 2
 WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is started again
 # Wake-ups one waiter client serves before the next one takes over.  Its command line grows
 # with it (tmux takes a client's command in one message of at most 16 KiB).
-WAITER_CHAIN = 32
-# The line that ends a waiter's round (never a window row: those begin with "W<TAB>").
+WAITER_CHAIN = 64
+# The line that ends a waiter's round; the rows the hooks left follow it on the same line.
 WAITER_MARK = "tmuxlocd-end"
 # A subscription name we never create: removing it is a no-op that fails when the client
 # named is gone.
@@ -124,6 +124,7 @@ class ServerObserver:
         self.tmux = tmux
         self.use_hooks = hooks
         self.mirror = ServerMirror(socket_path)
+        self.mirror.hooks_wanted = hooks
         self.client: ControlClient | None = None
         # One channel per user, not per daemon: a daemon that was killed leaves its waiter
         # blocked in the server, and a restarted daemon's hooks, signalling the same channel,
@@ -454,13 +455,15 @@ class ServerObserver:
             await client.run(self.mirror.spell(("wait-for", "-S", self.channel)), timeout=1.0)
 
     def _waiter_argv(self) -> list[str]:
-        """One waiter client's commands: ``WAITER_CHAIN`` rounds of waiting and listing.
+        """One waiter client's commands: ``WAITER_CHAIN`` rounds of waiting and reading.
 
         A tmux client costs the server far more than a command: at 1,000 panes about 12 ms
-        of CPU to connect and go again, against 3 ms for the listing (measured on 3.3a).  So
-        one client serves many wake-ups: each round waits on the channel, checks that our
-        control client still exists, lists the windows and prints a mark that ends the
-        round (tmux writes each command's output to the client as it runs).  The check
+        of CPU to connect and go again (measured on 3.3a).  So one client serves many
+        wake-ups: each round waits on the channel, checks that our control client still
+        exists, prints a mark that ends the round followed by the rows the hooks appended,
+        and clears them (no hook runs between two commands of a client's list; tmux writes
+        each command's output to the client as it runs).  Few commands: tmux looks for the
+        pane of a client without a session, through every pane, for each command it runs.  The check
         fails once our control client has gone (a killed daemon), which ends the client's
         command list: no waiter outlives its daemon for more than one wake-up.
         """
@@ -471,11 +474,13 @@ class ServerObserver:
                 rounds.append(";")
             rounds += [spell.word("wait-for"), self.channel, ";"]
             rounds += [*spell(("refresh-client", "-t", self.mirror.client_name, "-B", ALIVE))]
-            rounds += [";", *spell(LIST_WINDOWS), ";"]
-            rounds += [*spell(("display-message", "-p", WAITER_MARK))]
-        # -u: without it a client of this cut environment is not UTF-8, and tmux writes its
-        # output with every control character (the rows' TABs) replaced by "_": no row would
-        # parse, and every wake-up would cost a structure re-read.
+            rounds += [
+                ";",
+                *spell(("display-message", "-p", f"{WAITER_MARK}#{{{LAYOUTS_OPTION}}}")),
+            ]
+            rounds += [";", *spell(("set-option", "-su", LAYOUTS_OPTION))]
+        # -u: without it a client of this cut environment is not UTF-8, and tmux rewrites
+        # what it prints for it (control characters become "_").
         return [self.tmux, "-u", "-S", self.socket_path, *rounds]
 
     async def _spawn_waiter(self) -> asyncio.subprocess.Process:
@@ -502,7 +507,7 @@ class ServerObserver:
     async def _waiter(self) -> None:
         """The unattached ``tmux wait-for`` client that hooks wake (tmux 3.3).
 
-        Its window rows only say which windows to re-read (over the control connection).
+        Each round prints the rows the hooks left (``ServerMirror.on_waiter_round``).
         The next client is started while the current one still waits its last round, so a
         signal always finds a waiter.  Should a client end early (killed from outside, the
         server going away, a command of its list failing), it is replaced after a pause that
@@ -518,20 +523,18 @@ class ServerObserver:
                 if current is None:
                     current, successor = successor or await self._spawn_waiter(), None
                 assert current.stdout is not None
-                woken, rows = 0, []
+                woken = 0
                 while line := await current.stdout.readline():
                     text = line.decode("utf-8", "replace").rstrip("\n")
-                    if text != WAITER_MARK:
-                        rows.append(text)
-                        continue
+                    if not text.startswith(WAITER_MARK):
+                        continue  # not ours (a user's after-hook printed it)
                     woken += 1
                     if not self._stopping.is_set():
-                        self.mirror.dirty_from_window_rows(rows)
+                        self.mirror.on_waiter_round([text[len(WAITER_MARK) :]])
                         self._dirty.set()
-                    rows = []
                     if woken == WAITER_CHAIN - 1 and successor is None:
                         successor = await self._spawn_waiter()
-                    # Let the sync loop send its query before reading on.
+                    # Let the sync loop publish (or query) before reading on.
                     await asyncio.sleep(0)
                 await current.wait()
                 current = None

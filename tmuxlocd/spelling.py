@@ -47,6 +47,7 @@ SHORT = {
     "list-sessions": "ls",
     "list-windows": "lsw",
     "refresh-client": "refresh",
+    "set-option": "set",
     "show-options": "show",
     "wait-for": "wait",
 }
@@ -61,6 +62,7 @@ USED = (
     "list-windows",
     "refresh-client",
     "set-hook",
+    "set-option",
     "show-options",
     "wait-for",
 )

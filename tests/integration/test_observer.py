@@ -364,6 +364,39 @@ async def test_operation_reaches_model_and_events(
         assert any(loc.links for loc in rig.entry_locations().values())
 
 
+async def test_splits_and_kills_in_another_session_need_no_query(rig: Rig) -> None:
+    """The hook carries the window's panes (3.4+: a %message; 3.3 and older: rows its waiter
+    prints), so a change in a session the observer is not attached to is applied with no
+    `list-panes`.  An after-hook of the user's records each one the daemon sends."""
+    attached = attached_session(rig.srv)
+    other = "B" if attached == "A" else "A"
+    window = rig.srv.run("display-message", "-p", "-t", f"{other}:0", "#{window_id}").strip()
+    mine = rig.watcher.observers[rig.srv.socket_path].mirror.client_name
+    record = f"set-option -saF @test_listed '#{{?#{{==:#{{client_name}},{mine}}},x,}}'"
+    rig.srv.run("set-hook", "-g", "after-list-panes", record)
+
+    def panes() -> int:
+        return sum(loc.window.id == window for loc in rig.entry_locations().values())
+
+    changes = 6
+    for step in range(changes):
+        if step % 2 == 0:
+            rig.srv.run("split-window", "-d", "-t", f"{other}:0")
+        else:
+            rig.srv.run("kill-pane", "-t", f"{other}:0.1")
+        want = 2 if step % 2 == 0 else 1
+        await wait_until(lambda n=want: panes() == n, 8, what=f"{want} panes in {window}")  # type: ignore[misc]
+    listed = rig.srv.run("show-options", "-sqv", "@test_listed").strip()
+    rig.srv.run("set-hook", "-gu", "after-list-panes")
+    # The digest (once a second) may see a change before the hook's rows do, and have it
+    # read: not every time.
+    assert len(listed) < changes, f"{len(listed)} list-panes for {changes} changes"
+    if VERSION < (3, 4):
+        # The waiter consumed every row the hook left.
+        assert rig.srv.run("show-options", "-sqv", "@tmuxlocd_layouts").strip() == ""
+    await rig.settle()
+
+
 async def test_unchanged_costs_nothing(rig: Rig) -> None:
     """A command that changes no location yields no event (here: a no-op select-pane)."""
     rig.srv.run("select-pane", "-t", "A:0.0")

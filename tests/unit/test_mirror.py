@@ -15,9 +15,11 @@ from tmuxlocd.errors import CommandFailed, RowError
 from tmuxlocd.mirror import (
     BARRIER_TRIES,
     HOOK_INDEX,
+    LAYOUTS_LIMIT,
     LIST_PANES,
     LIST_SESSIONS,
     LIST_WINDOWS,
+    READ_LAYOUT_SEQ,
     Barriers,
     Dirty,
     Episode,
@@ -267,6 +269,111 @@ def test_the_hook_message_does_not_answer_a_rename_or_a_later_change() -> None:
     assert mirror.take() == Dirty(publish=True)
 
 
+# ------------------------------------------------------------------------------ 3.3 waiter rows
+
+SPLIT_ROW = (
+    "@7 0 b25d,80x24,0,0[80x12,0,0,1,80x11,0,13,2] "
+    "%1.0.1./dev/pts/1.10.0.0.80.12.0 %2.1.0./dev/pts/2.20.0.13.80.11.0"
+)
+KILL_ROW = "@7 0 L1 %1.0.1./dev/pts/1.10.0.0.80.24.0"
+
+
+def counted(version: str = "3.3a", seq: str = "4") -> ServerMirror:
+    """A 3.3 mirror with hooks whose last re-read saw the hook counter at ``seq``."""
+    mirror = fresh(version)
+    mirror.hooks_wanted = True
+    with_two_panes(mirror)
+    run_reread(mirror.reread(Dirty(layouts=True)), [[ok([]), ok([seq])]])
+    mirror.windows["@7"] = Window(id="@7", name="w", layout="old", zoomed=False)
+    mirror.take()
+    return mirror
+
+
+def test_every_batch_of_a_3_3_reread_reads_the_hook_counter_last() -> None:
+    mirror = fresh("3.3a")
+    mirror.hooks_wanted = True
+    mirror.mark(full=True)
+    gen = mirror.reread(mirror.take())
+    assert next(gen) == [LIST_SESSIONS, LIST_WINDOWS, LIST_PANES, READ_LAYOUT_SEQ]
+    with pytest.raises(StopIteration):
+        gen.send([ok([]), ok([]), ok([]), ok(["12"])])
+    assert mirror.layout_seq == 12
+    # Unset (no hook ran yet) is 0; a value that is not a number makes every row a mark.
+    for value, seq in (([], 0), ([""], 0), (["x1"], None)):
+        run_reread(mirror.reread(Dirty(layouts=True)), [[ok([]), ok(value)]])
+        assert mirror.layout_seq == seq
+    # Not on 3.4+ (the message comes on the control connection), nor without hooks.
+    for version, hooks in (("3.4", True), ("3.3a", False)):
+        mirror.version, mirror.hooks_wanted = version, hooks
+        assert next(mirror.reread(Dirty(full=True))) == [LIST_SESSIONS, LIST_WINDOWS, LIST_PANES]
+
+
+def test_waiter_rows_counted_after_the_last_read_update_the_window_without_a_query() -> None:
+    mirror = counted(seq="4")
+    mirror.on_waiter_round([f"|5 {KILL_ROW}|6 {SPLIT_ROW}"])
+    assert mirror.take() == Dirty(publish=True)
+    assert mirror.windows["@7"].layout.startswith("b25d,")
+    assert sorted(mirror.panes) == ["%1", "%2", "%9"]
+    assert mirror.panes["%2"].pid == 20 and mirror.panes["%1"].height == 12
+    # No round output (nothing appended since the last round): nothing to do.
+    mirror.on_waiter_round([""])
+    assert not mirror.dirty
+
+
+def test_waiter_rows_not_newer_than_the_last_read_only_mark_their_window() -> None:
+    """The rows come by the waiter's client, the replies by the control connection: rows
+    counted before the last batch's counter read may be older than its replies."""
+    mirror = counted(seq="6")
+    before = dict(mirror.panes)
+    mirror.on_waiter_round([f"|5 {KILL_ROW}|6 {SPLIT_ROW}"])
+    assert mirror.take() == Dirty(windows={"@7"})
+    assert mirror.panes == before
+    # Nor while a re-read is under way, nor before the counter was read on this attachment.
+    gen = mirror.reread(Dirty(windows={"@8"}))
+    next(gen)
+    mirror.on_waiter_round([f"|9 {SPLIT_ROW}"])
+    assert mirror.dirty == Dirty(windows={"@7"}) and "%2" not in mirror.panes
+    gen.close()
+    mirror.take()
+    mirror.attached_to("$0")
+    mirror.on_waiter_round([f"|9 {SPLIT_ROW}"])
+    assert mirror.take() == Dirty(windows={"@7"})
+
+
+def test_waiter_rows_do_not_answer_a_layout_change_of_the_control_connection() -> None:
+    """On 3.4 the message follows the notifications it answers on the same connection; the
+    waiter's rows may be older than a %layout-change already read."""
+    mirror = counted()
+    mirror.on_event(LayoutChange(window_id="@7", layout="L", visible_layout="L", flags=""))
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    assert mirror.take() == Dirty(windows={"@7"}, publish=True)
+
+
+@pytest.mark.parametrize(
+    ("line", "dirty"),
+    [
+        ("|x @7 0 L %3.0.1./dev/pts/3.30.0.0.80.24.0", Dirty(layouts=True)),  # no count
+        ("|5 7 0 L %3.0.1./dev/pts/3.30.0.0.80.24.0", Dirty(layouts=True)),  # no window
+        ("|5 @7 0 L %3.0.1./dev/pts/3", Dirty(windows={"@7"})),  # short pane word
+        ("|5 @6 0 L %3.0.1./dev/pts/3.30.0.0.80.24.0", Dirty(windows={"@6"})),  # unknown
+        ("someone's after-hook output", Dirty()),
+    ],
+)
+def test_waiter_rows_that_cannot_be_used_are_marks(line: str, dirty: Dirty) -> None:
+    mirror = counted()
+    before = (dict(mirror.windows), dict(mirror.panes))
+    mirror.on_waiter_round([line])
+    assert mirror.take() == dirty
+    assert (mirror.windows, mirror.panes) == before
+
+
+def test_a_full_rows_option_may_have_lost_rows_every_window_is_listed() -> None:
+    mirror = counted()
+    row = f"|5 {SPLIT_ROW}"
+    mirror.on_waiter_round([row * (LAYOUTS_LIMIT // len(row) + 1)])
+    assert mirror.take() == Dirty(layouts=True, publish=True)
+
+
 def test_only_tmux_3_3_hooks_follow_the_attached_session() -> None:
     for version, rehook in (("3.3a", True), ("3.4", False)):
         mirror = fresh(version)
@@ -447,8 +554,16 @@ def test_commands_are_respelled() -> None:
 def test_hook_text_per_version() -> None:
     mirror = fresh("3.3a")
     assert hook_command(mirror, "window-layout-changed", "chan") == (
-        "if-shell -F '#{!=:#{session_id},$0}' \"wait-for -S chan\""
+        "if-shell -F '#{!=:#{session_id},$0}' \""
+        "set-option -sF @tmuxlocd_layout_seq '#{e|+:#{@tmuxlocd_layout_seq},1}' ; "
+        "set-option -saF @tmuxlocd_layouts '#{?#{e|<:#{n:@tmuxlocd_layouts},262144},"
+        "|#{@tmuxlocd_layout_seq} #{window_id} #{window_zoomed_flag} #{window_layout}"
+        "#{P: #{pane_id}.#{pane_index}.#{pane_active}.#{pane_tty}.#{pane_pid}.#{pane_left}."
+        "#{pane_top}.#{pane_width}.#{pane_height}.#{pane_dead}},}' ; "
+        'wait-for -S chan"'
     )
+    (*_, options) = remove_hooks(mirror)
+    assert options == ("set-option", "-su", "@tmuxlocd_layout_seq")
     mirror.version, mirror.client_name = "3.4", "client-9"
     assert hook_command(mirror, "window-layout-changed", "chan") == (
         "display-message -c 'client-9' "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tmuxlocd import spelling
 from tmuxlocd.hub import Hub
+from tmuxlocd.mirror import LAYOUTS_OPTION
 from tmuxlocd.observer import ALIVE, WAITER_CHAIN, WAITER_MARK, ServerObserver
 
 
@@ -14,16 +15,22 @@ def test_the_waiter_is_a_utf8_client_serving_a_chain_of_rounds() -> None:
     # Without -u a client of the waiter's cut environment gets "_" for every TAB.
     assert argv[:4] == ["tmux", "-u", "-S", "/nonexistent/sock"]
     assert argv.count("wait-for") == WAITER_CHAIN
-    assert argv.count(WAITER_MARK) == WAITER_CHAIN
     assert argv.count(ALIVE) == WAITER_CHAIN
-    assert argv[4:9] == ["wait-for", observer.channel, ";", "refresh-client", "-t"]
-    assert argv[9] == "client-4242"
+    # Each round: wait, check our control client is there, print the mark and the rows the
+    # hooks left, clear them.
+    assert argv[4:20] == [
+        "wait-for", observer.channel, ";",
+        "refresh-client", "-t", "client-4242", "-B", ALIVE, ";",
+        "display-message", "-p", f"{WAITER_MARK}#{{{LAYOUTS_OPTION}}}", ";",
+        "set-option", "-su", LAYOUTS_OPTION,
+    ]  # fmt: skip
+    assert argv[20] == ";" and len(argv) == 4 + 17 * WAITER_CHAIN - 1
     # tmux takes a client's command in one message of at most 16 KiB.
     assert sum(len(a) + 1 for a in argv[4:]) < 12_000
 
 
 def test_the_waiter_respells_its_commands() -> None:
     observer = ServerObserver(Hub(), "/nonexistent/sock", tmux="tmux", hooks=True)
-    observer.mirror.spell = spelling.choose(["wait-for", "list-windows"])
+    observer.mirror.spell = spelling.choose(["wait-for", "set-option"])
     argv = observer._waiter_argv()
-    assert "wait-for" not in argv and "list-windows" not in argv
+    assert "wait-for" not in argv and "set-option" not in argv
