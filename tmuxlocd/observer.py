@@ -70,6 +70,9 @@ PROBE_TIMEOUT = 5.0  # for the plain clients that read aliases and sessions befo
 # killed between the probe and the attach); twice in a row it is a failure to report.
 EARLY_EXITS = 2
 WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is started again
+# How long a %layout-change of the attached session waits for the 3.3 waiter's rows before
+# its window is queried after all (they come within a millisecond or two).
+ROWS_WAIT = 0.03
 # Wake-ups one waiter client serves before the next one takes over.  Its command line grows
 # with it (tmux takes a client's command in one message of at most 16 KiB).
 WAITER_CHAIN = 64
@@ -135,6 +138,7 @@ class ServerObserver:
         self._stopping = asyncio.Event()
         self._kick = asyncio.Event()  # a barrier is waiting: retry now, not after the backoff
         self._dirty = asyncio.Event()  # the mirror has something to re-read
+        self._release: asyncio.TimerHandle | None = None  # of windows held for rows (3.3)
         self._task: asyncio.Task[None] | None = None
         # The failure episode under way: one WARNING when it starts, one INFO when it ends.
         self.episode = Episode()
@@ -402,6 +406,9 @@ class ServerObserver:
             log.info("observer detached: %s", exc, extra={"tmux_socket": self.socket_path})
             return self.synced.is_set()
         finally:
+            if self._release is not None:
+                self._release.cancel()
+                self._release = None
             for task in (sync_task, waiter_task):
                 if task is not None:
                     task.cancel()
@@ -568,6 +575,21 @@ class ServerObserver:
             log.debug("stray line from tmux: %r", effect.stray)
         if self.mirror.dirty:
             self._dirty.set()
+        self._arm_release()
+
+    def _arm_release(self) -> None:
+        """Windows held for the waiter's rows are queried after ``ROWS_WAIT`` if the rows
+        did not answer them by then."""
+        newest = self.mirror.holding()
+        if self._release is None and newest is not None:
+            loop = asyncio.get_running_loop()
+            self._release = loop.call_later(ROWS_WAIT, self._release_held, newest)
+
+    def _release_held(self, generation: int) -> None:
+        self._release = None
+        if self.mirror.release_held(generation):
+            self._dirty.set()
+        self._arm_release()  # holds made since the timer was armed get their own wait
 
     def mark(
         self,
@@ -649,15 +671,11 @@ class ServerObserver:
             await self._dirty.wait()
             self._dirty.clear()
             what = mirror.take()
-            if not what and not mirror.rehook:
+            if not what:
                 continue
             ticket = self.barriers.requested
             try:
-                if mirror.rehook:
-                    mirror.rehook = False
-                    await self._install_hooks(client)
-                if what:
-                    await self._reread(client, what)
+                await self._reread(client, what)
             except (CommandFailed, RowError) as exc:
                 # Not retried on this connection: its replies may be out of step, and a row
                 # that cannot be parsed now will most likely not parse a millisecond later.

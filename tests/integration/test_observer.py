@@ -364,12 +364,14 @@ async def test_operation_reaches_model_and_events(
         assert any(loc.links for loc in rig.entry_locations().values())
 
 
-async def test_splits_and_kills_in_another_session_need_no_query(rig: Rig) -> None:
+@pytest.mark.parametrize("where", ["attached", "other"])
+async def test_splits_and_kills_need_no_query(rig: Rig, where: str) -> None:
     """The hook carries the window's panes (3.4+: a %message; 3.3 and older: rows its waiter
-    prints), so a change in a session the observer is not attached to is applied with no
-    `list-panes`.  An after-hook of the user's records each one the daemon sends."""
+    prints, which the attached session's %layout-change waits for), so a split or a kill is
+    applied with no `list-panes`.  An after-hook of the user's records each one the daemon
+    sends."""
     attached = attached_session(rig.srv)
-    other = "B" if attached == "A" else "A"
+    other = attached if where == "attached" else ("B" if attached == "A" else "A")
     window = rig.srv.run("display-message", "-p", "-t", f"{other}:0", "#{window_id}").strip()
     mine = rig.watcher.observers[rig.srv.socket_path].mirror.client_name
     record = f"set-option -saF @test_listed '#{{?#{{==:#{{client_name}},{mine}}},x,}}'"

@@ -374,12 +374,75 @@ def test_a_full_rows_option_may_have_lost_rows_every_window_is_listed() -> None:
     assert mirror.take() == Dirty(layouts=True, publish=True)
 
 
-def test_only_tmux_3_3_hooks_follow_the_attached_session() -> None:
-    for version, rehook in (("3.3a", True), ("3.4", False)):
-        mirror = fresh(version)
-        mirror.hooks_installed = True
-        mirror.on_event(SessionChanged(session_id="$3", name="s"))
-        assert mirror.rehook is rehook
+SPLIT_LAYOUT = "b25d,80x24,0,0[80x12,0,0,1,80x11,0,13,2]"
+
+
+def holding_mirror() -> ServerMirror:
+    mirror = counted()
+    mirror.hooks_installed = True
+    return mirror
+
+
+def layout_change(layout: str = SPLIT_LAYOUT) -> LayoutChange:
+    return LayoutChange(window_id="@7", layout=layout, visible_layout=layout, flags="*")
+
+
+def test_a_3_3_layout_change_waits_for_the_waiters_rows_instead_of_a_query() -> None:
+    mirror = holding_mirror()
+    mirror.on_event(layout_change())
+    assert not mirror.dirty and mirror.holding() is not None
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    assert mirror.holding() is None
+    assert mirror.take() == Dirty(publish=True)
+    assert mirror.windows["@7"].layout == SPLIT_LAYOUT
+
+
+def test_rows_answer_a_hold_only_with_its_layout_and_active_pane() -> None:
+    mirror = holding_mirror()
+    mirror.on_event(layout_change())
+    mirror.on_event(WindowPaneChanged(window_id="@7", pane_id="%2"))
+    assert not mirror.dirty
+    # Rows of an earlier layout: applied, the hold stays.
+    mirror.on_waiter_round([f"|5 {KILL_ROW}"])
+    assert mirror.holding() is not None
+    # The split's rows have %1 active, the notification said %2: still held.
+    mirror.on_waiter_round([f"|6 {SPLIT_ROW}"])
+    newest = mirror.holding()
+    assert newest is not None and mirror.take() == Dirty(publish=True)
+    # The rows did not come in time: the window is queried.
+    assert mirror.release_held(newest)
+    assert mirror.take() == Dirty(windows={"@7"}) and mirror.holding() is None
+
+
+def test_what_is_not_held_for_the_rows() -> None:
+    # An active pane change alone fires no layout hook: queried at once.
+    mirror = holding_mirror()
+    mirror.on_event(WindowPaneChanged(window_id="@7", pane_id="%1"))
+    assert mirror.take() == Dirty(windows={"@7"}) and mirror.holding() is None
+    # A window to be re-read anyway (renamed: the rows carry no name) is not held.
+    mirror.on_event(WindowRenamed(window_id="@7", name="x", unlinked=False))
+    mirror.on_event(layout_change())
+    assert mirror.take() == Dirty(windows={"@7"}) and mirror.holding() is None
+    # Nor on 3.4 (the message follows on the same connection), nor before hooks are in.
+    for version, installed in (("3.4", True), ("3.3a", False)):
+        other = holding_mirror()
+        other.version, other.hooks_installed = version, installed
+        other.on_event(layout_change())
+        assert other.take() == Dirty(windows={"@7"}) and other.holding() is None
+
+
+def test_a_hold_ends_with_rows_older_than_a_read_and_with_a_wider_read() -> None:
+    mirror = holding_mirror()
+    mirror.on_event(layout_change())
+    mirror.on_waiter_round([f"|3 {SPLIT_ROW}"])  # counted before the last read: a mark
+    assert mirror.take() == Dirty(windows={"@7"}) and mirror.holding() is None
+    mirror.on_event(layout_change())
+    mirror.mark(structure=True)
+    mirror.take()  # the structure read lists every window's layout
+    assert mirror.holding() is None
+    newest = 0
+    mirror.on_event(layout_change())
+    assert not mirror.release_held(newest)  # a release only takes the holds made before it
 
 
 def test_the_digest_marks_only_what_differs() -> None:
@@ -554,13 +617,12 @@ def test_commands_are_respelled() -> None:
 def test_hook_text_per_version() -> None:
     mirror = fresh("3.3a")
     assert hook_command(mirror, "window-layout-changed", "chan") == (
-        "if-shell -F '#{!=:#{session_id},$0}' \""
         "set-option -sF @tmuxlocd_layout_seq '#{e|+:#{@tmuxlocd_layout_seq},1}' ; "
         "set-option -saF @tmuxlocd_layouts '#{?#{e|<:#{n:@tmuxlocd_layouts},262144},"
         "|#{@tmuxlocd_layout_seq} #{window_id} #{window_zoomed_flag} #{window_layout}"
         "#{P: #{pane_id}.#{pane_index}.#{pane_active}.#{pane_tty}.#{pane_pid}.#{pane_left}."
         "#{pane_top}.#{pane_width}.#{pane_height}.#{pane_dead}},}' ; "
-        'wait-for -S chan"'
+        "wait-for -S chan"
     )
     (*_, options) = remove_hooks(mirror)
     assert options == ("set-option", "-su", "@tmuxlocd_layout_seq")
