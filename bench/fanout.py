@@ -114,8 +114,10 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
         for count in plan.counts:
             log(f"{panes} panes: B8 fan-out to {count} subscriber(s)")
             got = await probe.job("connect", socket=daemon.socket, target=TARGET, n=count - held)
-            held = count
             res.facts[f"B8 connect s@{panes}/{count}"] = got["seconds"]
+            # What one stream's start (its snapshot) reads: B9's floor writes as much.
+            res.facts[f"B8 connect bytes@{panes}"] = got["bytes"] / max(count - held, 1)
+            held = count
             cpu0 = procstat.cpu_seconds(daemon.pid)
             out = await probe.job(
                 "changes", split=split, kill=kill, k=plan.changes, gap_s=plan.gap_s
@@ -158,6 +160,8 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
         }
     finally:
         await probe.stop()
+    if plan.storm:
+        await storm_floor(farm, plan, res)
 
 
 FLOOR_WRITES = ("transport", "send")
@@ -215,6 +219,54 @@ async def floor_spreads(farm: Farm, plan: FanPlan, res: Results, size: int) -> N
             if line.startswith(b"{"):
                 for count, seconds in json.loads(line)["loops"]:
                     res.add(f"B8 floor {how} {count} loop", panes, [seconds])
+
+
+async def storm_floor(farm: Farm, plan: FanPlan, res: Results) -> None:
+    """B9's floor: ``bench.fanout_floor`` delivering a snapshot of the daemon's size to as
+    many streams as the storm had, connecting at once, read by the same probe."""
+    panes = farm.total
+    held = res.facts.get(f"B8 connect bytes@{panes}")
+    if not held:
+        return
+    size = int(held)
+    sock, fifo = str(farm.dir / "floor-storm.sock"), str(farm.dir / "floor-storm.fifo")
+    log(f"{panes} panes: B9 floor, {plan.storm} snapshots of {size:,} bytes")
+    t_spawn = time.perf_counter()
+    server = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.fanout_floor",
+        "--path",
+        sock,
+        "--fifo",
+        fifo,
+        "--snapshot-bytes",
+        str(max(size - 200, 200)),  # less the HTTP head and the chunk's framing
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        env=clean_env(),
+        cwd=str(REPO),
+    )
+    probe = ProbeProc()
+    try:
+        assert server.stdout is not None
+        if (await asyncio.wait_for(server.stdout.readline(), 30)).strip() != b"ready":
+            raise RuntimeError("the fan-out floor did not start")
+        t_ready = time.perf_counter()
+        await probe.start()
+        got = await probe.job("connect", socket=sock, target=TARGET, n=plan.storm)
+        res.facts[f"B9 floor@{panes}"] = {
+            "streams": plan.storm,
+            "seconds": got["seconds"],
+            "bytes": got["bytes"],
+            "cpu": got["cpu"],
+            "start": t_ready - t_spawn,  # an interpreter's start-up with asyncio only
+        }
+    finally:
+        await probe.stop()
+        if server.returncode is None:
+            server.terminate()
+        await server.communicate()
 
 
 def rows(res: Results) -> list[Row]:
@@ -306,6 +358,27 @@ def rows(res: Results) -> list[Row]:
         took = last - storm["t_spawn"] if last is not None else float("inf")
         refused = sum(storm.get("statuses", {}).values())
         ok = storm["resumed"] == storm["streams"] and refused == 0
+        # The storm in two parts: the new daemon's start, then delivering the snapshots from
+        # its first accepted reconnect; the floor delivers the same bytes with nothing else.
+        alone = res.facts.get(f"B9 floor@{p}")
+        first = storm.get("first_reopen")
+        serving = last - first if last is not None and first is not None else None
+        parts = []
+        if serving is not None:
+            parts.append(f"snapshots delivered in {fmt_ms(serving)} from the first reconnect")
+        if alone is not None:
+            each = fmt_bytes(alone["bytes"] / max(alone["streams"], 1))
+            parts.append(
+                f"floor (a process that only writes {alone['streams']} snapshots of "
+                f"{each}) {fmt_ms(alone['seconds'])}, "
+                f"its readers' CPU {alone['cpu']:.2f} s; an interpreter with asyncio alone "
+                f"starts in {fmt_ms(alone['start'])}"
+            )
+        ratio = (
+            f"{serving / alone['seconds']:.2f}×"
+            if serving is not None and alone is not None and alone["seconds"] > 0
+            else ""
+        )
         out.append(
             Row(
                 "B9",
@@ -322,8 +395,9 @@ def rows(res: Results) -> list[Row]:
                     f"{storm['cpu']:.2f} s (2 cores)"
                     if "daemon_cpu" in storm and "cpu" in storm
                     else ""
-                ),
-                "",
+                )
+                + "".join(f"; {part}" for part in parts),
+                ratio,
                 "all, ≤ 2 s",
                 ok and took <= 2.0,
             )
@@ -348,6 +422,10 @@ METHOD = """\\
   every stream that ends reconnects with its `Last-Event-ID` (retrying while nothing
   listens); the time is from the new process's spawn to the last stream's snapshot of the
   new instance, with the CPU the new daemon and the probe (reading every snapshot) used.
+  Its floor: `bench.fanout_floor --snapshot-bytes`, which answers every connection with a
+  line of the daemon's snapshot size and does nothing else, the same number of streams
+  connecting at once under the same probe; the ratio is the daemon's delivery (from its first
+  accepted reconnect to the last snapshot) over the floor's.
 """
 
 

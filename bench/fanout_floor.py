@@ -15,7 +15,12 @@ descriptor (nothing of asyncio at all).
 It prints ``ready`` once listening, and on SIGTERM one JSON line: the number of streams and
 the seconds of each publication's loop of writes (the writer's share of the spread).
 
+With ``--snapshot-bytes N`` the snapshot each connection starts with is a line of N bytes:
+B9's floor, what delivering the daemon's snapshots to every subscriber that reconnects after
+a restart costs this machine with nothing else done (no model, no HTTP parsing, no identity).
+
     python -m bench.fanout_floor --path SOCKET --fifo FIFO [--write transport|send]
+        [--snapshot-bytes N]
 """
 
 from __future__ import annotations
@@ -45,8 +50,9 @@ def event_line(kind: str, seq: int, size: int) -> bytes:
 
 
 class Stream(asyncio.Protocol):
-    def __init__(self, streams: list[Stream]) -> None:
+    def __init__(self, streams: list[Stream], snapshot: bytes) -> None:
         self.streams = streams
+        self.snapshot = snapshot
         self.transport: asyncio.Transport | None = None
         self.fd = -1
         self.head = b""
@@ -61,7 +67,7 @@ class Stream(asyncio.Protocol):
             return
         self.head += data
         if b"\r\n\r\n" in self.head:
-            self.transport.write(HEAD + chunk(event_line("snapshot", 0, 200)))
+            self.transport.write(HEAD + self.snapshot)
             self.streams.append(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -70,12 +76,14 @@ class Stream(asyncio.Protocol):
         self.transport = None
 
 
-async def serve(path: str, fifo: str, how: str, size: int) -> None:
+async def serve(path: str, fifo: str, how: str, size: int, snapshot_bytes: int) -> None:
     loop = asyncio.get_running_loop()
     streams: list[Stream] = []
+    # One snapshot for all, as the daemon shares one frame among the streams of a selection.
+    snapshot = chunk(event_line("snapshot", 0, snapshot_bytes))
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    server = await loop.create_unix_server(lambda: Stream(streams), path, backlog=4096)
+    server = await loop.create_unix_server(lambda: Stream(streams, snapshot), path, backlog=4096)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(fifo)
     os.mkfifo(fifo, 0o600)
@@ -125,8 +133,9 @@ def main() -> None:
     parser.add_argument("--fifo", required=True)
     parser.add_argument("--write", choices=("transport", "send"), default="transport")
     parser.add_argument("--line-bytes", type=int, default=1000)
+    parser.add_argument("--snapshot-bytes", type=int, default=200)
     args = parser.parse_args()
-    asyncio.run(serve(args.path, args.fifo, args.write, args.line_bytes))
+    asyncio.run(serve(args.path, args.fifo, args.write, args.line_bytes, args.snapshot_bytes))
 
 
 if __name__ == "__main__":

@@ -225,7 +225,7 @@ class Probe:
         return True
 
     def connect(self, socket_path: str, target: str, n: int) -> dict[str, Any]:
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         fresh = []
         for _ in range(n):
             sub = Sub(socket_path, target)
@@ -237,7 +237,13 @@ class Probe:
             self.poll(0)  # keep up with the snapshots as they come
         if not self.run_until(lambda: all(s.snapshot_at is not None for s in fresh), 300):
             raise RuntimeError("not every stream got its snapshot")
-        return {"seconds": time.perf_counter() - t0, "streams": len(self.subs)}
+        return {
+            "seconds": time.perf_counter() - t0,
+            "streams": len(self.subs),
+            # What the new streams read, all told (a snapshot and its framing each).
+            "bytes": sum(s.received for s in fresh),
+            "cpu": time.process_time() - cpu0,
+        }
 
     def _arm(self, pattern: bytes) -> None:
         for sub in self.subs:
@@ -335,6 +341,7 @@ class Probe:
             "resumed": len(got),
             "last_snapshot": max(got) if got else None,
             "first_end": min(ended_at.values()) if ended_at else None,
+            "first_reopen": min(reopened_at.values()) if reopened_at else None,
             "last_reopen": max(reopened_at.values()) if reopened_at else None,
             "connect_retries": refused,
             "cpu": time.process_time() - cpu0,  # this process's, reading the storm's bytes

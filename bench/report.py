@@ -227,6 +227,11 @@ def build_rows(res: Results) -> list[Row]:
                     ok = ok and p99(mine) <= 0.040
                 who = "every one of" if nsubs_key > 1 else "the"
                 sess = "the observer's session" if where == "attached" else "another session"
+                # When the split's own client got its answer: a query sent on the change
+                # (tmux 3.3 has no other way to learn a new pane's tty and pid) is run only
+                # after that command ends, so this is its floor.
+                own = series(f"{label} cli", p)
+                ends = f"; the split-window client's return {fmt_ms(median(own))}" if own else ""
                 add(
                     Row(
                         "B3",
@@ -234,7 +239,7 @@ def build_rows(res: Results) -> list[Row]:
                         str(p),
                         fmt_ms(median(mine)),
                         fmt_ms(p99(mine)),
-                        f"{alt_name} {fmt_ms(median(alt))}",
+                        f"{alt_name} {fmt_ms(median(alt))}{ends}",
                         f"{delta * 1000:+.2f} ms",
                         goal,
                         ok,

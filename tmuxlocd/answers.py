@@ -146,6 +146,8 @@ class ServerHealth(msgspec.Struct, frozen=True, kw_only=True):
     observer: str = "down"
     last_sync_age_s: float | None = None
     last_error: str | None = None  # while observer is "error": the command and tmux's words
+    # Changes only the safety net (the digest) found, nothing having announced them.
+    safety_net_catches: int = 0
 
 
 class Health(msgspec.Struct, frozen=True, kw_only=True):

@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Run the daemon: watch tmux servers through control mode and answer on the "
             "listeners.  Flags override the config file "
             "($XDG_CONFIG_HOME/tmuxlocd/config.toml, keys: listen, socket-name, socket-path, "
-            "hooks, log-level).  An invalid config exits with status 2."
+            "hooks, log-level, stream-write-timeout).  An invalid config exits with status 2."
         ),
     )
     p.add_argument(
@@ -329,6 +329,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         help="log verbosity on stderr (default: info)",
+    )
+    p.add_argument(
+        "--stream-write-timeout",
+        type=float,
+        metavar="S",
+        help="end a stream whose reader takes no bytes for S seconds (default 30)",
     )
     p.set_defaults(run=cmd_serve)
 
@@ -555,6 +561,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
             socket_path=tuple(ns.socket_path or ()),
             hooks=False if ns.no_hooks else None,
             log_level=ns.log_level,
+            stream_write_timeout=ns.stream_write_timeout,
         )
     except ConfigError as exc:
         _err(str(exc))

@@ -1,8 +1,8 @@
 """Daemon settings: one frozen Struct, from TOML and/or command-line flags (SPEC §7).
 
 The TOML keys are the long flag names: ``listen``, ``socket-name`` (``-L``), ``socket-path``
-(``-S``), ``hooks``, ``log-level``.  An unknown key or a bad value is a ``ConfigError`` that
-names it (the CLI turns that into exit 2).
+(``-S``), ``hooks``, ``log-level``, ``stream-write-timeout``.  An unknown key or a bad value
+is a ``ConfigError`` that names it (the CLI turns that into exit 2).
 """
 
 from __future__ import annotations
@@ -10,13 +10,18 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
 from tmuxlocd.errors import ConfigError
 
 LogLevel = Literal["debug", "info", "warning", "error"]
+
+# A stream whose reader takes no bytes for this long is ended (SPEC §5): a subscriber that
+# stopped reading costs its buffers only until then.
+WRITE_TIMEOUT_S = 30.0
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=86400)]
 
 
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="kebab"):
@@ -25,6 +30,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     socket_path: tuple[str, ...] = ()  # -S PATH
     hooks: bool = True  # --no-hooks sets False
     log_level: LogLevel = "info"
+    stream_write_timeout: Seconds = WRITE_TIMEOUT_S
 
 
 def default_config_path(env: dict[str, str] | None = None) -> Path:
@@ -59,6 +65,11 @@ def merge(base: Config, **flags: object) -> Config:
     """Flags given on the command line (not None / not empty) override the file."""
     given = {k: v for k, v in flags.items() if v is not None and v != ()}
     try:
-        return msgspec.structs.replace(base, **given)
+        merged = msgspec.structs.replace(base, **given)
     except TypeError as exc:
         raise ConfigError(str(exc)) from None
+    # A flag's value meets the same constraints as the file's (replace checks none).
+    try:
+        return msgspec.convert(msgspec.to_builtins(merged), Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"command line: {exc}") from None

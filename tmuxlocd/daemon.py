@@ -371,7 +371,11 @@ async def _run(
             loop.add_signal_handler(sig, shutdown.set)
             hooked.append(sig)
     hub = Hub()
-    app = create_app(hub, tcp_token=token.current if token is not None else None)
+    app = create_app(
+        hub,
+        tcp_token=token.current if token is not None else None,
+        write_timeout=config.stream_write_timeout,
+    )
     quiet = _QuietClientErrors()
     server_log = logging.getLogger("aiohttp.server")
     server_log.addFilter(quiet)

@@ -71,6 +71,7 @@ class ServerEntry:
         # While observer == "error": the failing command and tmux's words.
         self.last_error: str | None = None
         self.last_sync: float | None = None  # time.monotonic() of the last applied re-sync
+        self.safety_net_catches = 0  # changes only the safety net found (mirror.Effect.caught)
 
     @property
     def ref(self) -> ServerRef:

@@ -125,6 +125,11 @@ class Effect:
     attached: bool = False  # %session-changed: the attach is complete (or we were moved)
     config_error: str | None = None  # tmux 3.4+ handed us the configuration's errors
     stray: bytes | None = None  # a line that belongs to nothing (logged at debug)
+    # The safety net (digest) found a change while nothing was dirty or being read: no
+    # notification, hook or notify had announced it.  What it found.  Such catches keep
+    # coming when a path is missing (hooks off and no snippet) or tmux announces nothing
+    # (respawn, renumbering).
+    caught: str | None = None
 
 
 NOTHING = Effect()
@@ -263,7 +268,12 @@ class ServerMirror:
             case SubscriptionChanged(name=name, value=value) if name == DIGEST_NAME:
                 found = compare_digest(value, self.state())
                 if found.winlinks_differ or found.windows:
+                    # (A window held for the waiter's rows was announced: its rows are due.)
+                    unannounced = not self.dirty and not self.reading and not self._held
                     self.mark(structure=found.winlinks_differ, windows=found.windows)
+                    if unannounced:
+                        links = ["window links"] if found.winlinks_differ else []
+                        return Effect(caught=", ".join(links + sorted(found.windows)))
             case Message(text=text) if text.startswith(MESSAGE_PREFIX):
                 self.on_hook_message(text[len(MESSAGE_PREFIX) :].split(" "))
             case ClientSessionChanged():

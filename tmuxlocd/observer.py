@@ -573,6 +573,18 @@ class ServerObserver:
             )
         if effect.stray is not None:
             log.debug("stray line from tmux: %r", effect.stray)
+        if effect.caught is not None:
+            entry = self.hub.server(self.socket_path)
+            entry.safety_net_catches += 1
+            # Said once at info: the count in /v1/health says how often since.
+            level = logging.INFO if entry.safety_net_catches == 1 else logging.DEBUG
+            log.log(
+                level,
+                "the safety net found a change nothing announced (%s); "
+                "health's safety_net_catches counts them",
+                effect.caught,
+                extra={"tmux_socket": self.socket_path},
+            )
         if self.mirror.dirty:
             self._dirty.set()
         self._arm_release()

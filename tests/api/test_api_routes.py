@@ -350,6 +350,7 @@ async def test_health(api: Api, hub: Hub) -> None:
         "observer",
         "last_sync_age_s",
         "last_error",
+        "safety_net_catches",
     }
     assert (alpha["running"], alpha["sessions"], alpha["windows"], alpha["panes"]) == (
         True,

@@ -28,6 +28,7 @@ from tmuxlocd.client_core import (
     session_ref,
     window_ref,
 )
+from tmuxlocd.config import load_config, merge
 from tmuxlocd.daemon import default_socket_path
 from tmuxlocd.errors import RowError
 from tmuxlocd.events import (
@@ -504,6 +505,24 @@ def test_serve_config_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtur
     bad.write_text("not toml [")
     assert cli.main(["serve", "--config", str(bad)]) == 2
     assert "not valid TOML" in capsys.readouterr().err
+    bad.write_text("stream-write-timeout = 0\n")
+    assert cli.main(["serve", "--config", str(bad)]) == 2
+    assert "stream-write-timeout" in capsys.readouterr().err
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    argv = ["serve", "--config", str(empty), "--stream-write-timeout", "-1"]
+    assert cli.main(argv) == 2
+    assert "stream-write-timeout" in capsys.readouterr().err
+
+
+def test_stream_write_timeout_from_file_and_flag(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("stream-write-timeout = 5\n")
+    config = load_config(path, explicit=True)
+    assert config.stream_write_timeout == 5.0
+    assert merge(config, stream_write_timeout=2.5).stream_write_timeout == 2.5
+    assert merge(config, stream_write_timeout=None).stream_write_timeout == 5.0
+    assert load_config(None).stream_write_timeout == 30.0
 
 
 def test_mcp_without_the_extra(

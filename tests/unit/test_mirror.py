@@ -475,12 +475,23 @@ def test_the_digest_marks_only_what_differs() -> None:
             value=text,
         )
 
-    mirror.on_event(digest(value))
+    assert mirror.on_event(digest(value)).caught is None
     assert not mirror.dirty, "an equal digest marks nothing"
-    mirror.on_event(digest(value.replace(str(state.panes["%3"].pid), "99999")))
+    respawned = value.replace(str(state.panes["%3"].pid), "99999")
+    # Nothing had announced it: a catch of the safety net, and what it found.
+    assert mirror.on_event(digest(respawned)).caught == "@2"
     assert mirror.take() == Dirty(windows={"@2"})  # a respawned pane: only its window
-    mirror.on_event(digest("garbage"))
+    # Announced already (a notification marked it, or a re-read is under way): no catch.
+    mirror.mark(structure=True)
+    assert mirror.on_event(digest(respawned)).caught is None
+    mirror.take()
+    mirror.reading = True
+    assert mirror.on_event(digest(respawned)).caught is None
+    mirror.reading = False
+    mirror.take()
+    effect = mirror.on_event(digest("garbage"))
     assert mirror.dirty
+    assert effect.caught is not None and effect.caught.startswith("window links, @")
 
 
 # ------------------------------------------------------------------------------ re-reads

@@ -20,13 +20,13 @@ from tmuxlocd.api.context import Context, Settings
 from tmuxlocd.api.errors import MAX_BODY, ApiError, error_response, http_error
 from tmuxlocd.api.route import Route
 from tmuxlocd.api.routes import ROUTES
+from tmuxlocd.config import WRITE_TIMEOUT_S
 from tmuxlocd.hub import QUEUE_SIZE, Hub
 
 log = logging.getLogger(__name__)
 
 MAX_STREAMS = 1000
 HEARTBEAT_S = 15.0
-WRITE_TIMEOUT_S = 30.0  # a stream whose reader takes no bytes for this long is ended
 
 REFUSALS = "refusals"  # the name of the last route, which answers what no other route takes
 

@@ -132,6 +132,7 @@ async def get_health(ctx: Context, request: web.Request, q: HealthQuery) -> web.
             observer=entry.observer,
             last_sync_age_s=None if entry.last_sync is None else round(now - entry.last_sync, 3),
             last_error=entry.last_error,
+            safety_net_catches=entry.safety_net_catches,
         )
         for path, entry in sorted(hub.servers.items())
     )
