@@ -174,6 +174,10 @@ class ServerMirror:
         # tmux 3.3: windows whose %layout-change the waiter's rows should answer (no query
         # unless they do not come: release_held).
         self._held: dict[str, Hold] = {}
+        # Windows whose rows last failed to come (a user's session-level hook array runs
+        # instead of the global one there, say): queried at once, not held 30 ms each time,
+        # until rows of theirs come again.
+        self._rowless: set[str] = set()
         self._hold_generation = 0
 
     # ------------------------------------------------------------------ model
@@ -201,6 +205,7 @@ class ServerMirror:
         self._window_misses.clear()
         self._message_answers.clear()
         self._held.clear()
+        self._rowless.clear()
 
     def server_facts(self, reply: Reply) -> None:
         """Take the answer of ``SERVER_FACTS``; ``CommandFailed`` when it is not one."""
@@ -298,6 +303,7 @@ class ServerMirror:
             and self.counts_layouts()
             and window_id not in self.dirty.windows
             and not self.dirty.full
+            and window_id not in self._rowless
         )
 
     def holding(self) -> int | None:
@@ -309,6 +315,7 @@ class ServerMirror:
         round yet, a session-level hook array of the user's, rows older than a read): those
         windows are re-read.  True when that marked something."""
         due = [w for w, h in self._held.items() if h.generation <= generation]
+        self._rowless.update(due)
         self.mark(windows=due)
         return bool(due)
 
@@ -387,6 +394,8 @@ class ServerMirror:
                 else:
                     self.on_hook_message(["window-layout-changed", *words], answers=False)
                     self._answer_hold(window_id)
+                # Rows of this window come: its changes may be held for them again.
+                self._rowless.discard(window_id)
 
     # ------------------------------------------------------------------ re-reading
 

@@ -414,6 +414,29 @@ def test_rows_answer_a_hold_only_with_its_layout_and_active_pane() -> None:
     assert mirror.take() == Dirty(windows={"@7"}) and mirror.holding() is None
 
 
+def test_a_window_whose_rows_did_not_come_is_not_held_again_until_they_do() -> None:
+    # Where the hook does not run (a session with its own window-layout-changed array),
+    # each change would otherwise wait the whole hold before its query.
+    mirror = holding_mirror()
+    mirror.on_event(layout_change())
+    newest = mirror.holding()
+    assert newest is not None and mirror.release_held(newest)
+    assert mirror.take() == Dirty(windows={"@7"})
+    mirror.on_event(layout_change())
+    assert mirror.holding() is None and mirror.take() == Dirty(windows={"@7"})
+    # Its rows come again (the hook runs there now): held again.
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    mirror.take()
+    mirror.on_event(layout_change("L1"))
+    assert mirror.holding() is not None and not mirror.dirty
+    # A new attachment starts from nothing learnt.
+    mirror.release_held(mirror.holding() or 0)
+    mirror.take()
+    mirror.attached_to("$0")
+    mirror.on_event(layout_change())
+    assert mirror.holding() is not None
+
+
 def test_what_is_not_held_for_the_rows() -> None:
     # An active pane change alone fires no layout hook: queried at once.
     mirror = holding_mirror()
