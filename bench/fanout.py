@@ -167,34 +167,42 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
 FLOOR_WRITES = ("transport", "send")
 
 
+async def start_floor(sock: str, fifo: str, *args: str) -> asyncio.subprocess.Process:
+    """``bench.fanout_floor`` on ``sock``, once it says it listens."""
+    server = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.fanout_floor",
+        "--path",
+        sock,
+        "--fifo",
+        fifo,
+        *args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        env=clean_env(),
+        cwd=str(REPO),
+    )
+    assert server.stdout is not None
+    if (await asyncio.wait_for(server.stdout.readline(), 30)).strip() != b"ready":
+        server.kill()
+        await server.wait()
+        raise RuntimeError("the fan-out floor did not start")
+    return server
+
+
 async def floor_spreads(farm: Farm, plan: FanPlan, res: Results, size: int) -> None:
     """B8's floor: ``bench.fanout_floor`` under the same probe, for each way of writing,
     ``size`` bytes a change to every stream."""
     panes = farm.total
     for how in FLOOR_WRITES:
         sock, fifo = str(farm.dir / f"floor-{how}.sock"), str(farm.dir / f"floor-{how}.fifo")
-        server = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.fanout_floor",
-            "--path",
-            sock,
-            "--fifo",
-            fifo,
-            "--write",
-            how,
-            "--line-bytes",
-            str(max(size - 8, 100)),  # less the chunk's own framing
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            env=clean_env(),
-            cwd=str(REPO),
+        # (The line less the chunk's own framing.)
+        server = await start_floor(
+            sock, fifo, "--write", how, "--line-bytes", str(max(size - 8, 100))
         )
         probe = ProbeProc()
         try:
-            assert server.stdout is not None
-            if (await asyncio.wait_for(server.stdout.readline(), 30)).strip() != b"ready":
-                raise RuntimeError("the fan-out floor did not start")
             await probe.start()
             held = 0
             for count in plan.counts[1:]:
@@ -223,7 +231,7 @@ async def floor_spreads(farm: Farm, plan: FanPlan, res: Results, size: int) -> N
 
 async def storm_floor(farm: Farm, plan: FanPlan, res: Results) -> None:
     """B9's floor: ``bench.fanout_floor`` delivering a snapshot of the daemon's size to as
-    many streams as the storm had, connecting at once, read by the same probe."""
+    many streams as the storm had, opened as fast as the probe can, read by the same probe."""
     panes = farm.total
     held = res.facts.get(f"B8 connect bytes@{panes}")
     if not held:
@@ -232,26 +240,10 @@ async def storm_floor(farm: Farm, plan: FanPlan, res: Results) -> None:
     sock, fifo = str(farm.dir / "floor-storm.sock"), str(farm.dir / "floor-storm.fifo")
     log(f"{panes} panes: B9 floor, {plan.storm} snapshots of {size:,} bytes")
     t_spawn = time.perf_counter()
-    server = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bench.fanout_floor",
-        "--path",
-        sock,
-        "--fifo",
-        fifo,
-        "--snapshot-bytes",
-        str(max(size - 200, 200)),  # less the HTTP head and the chunk's framing
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        env=clean_env(),
-        cwd=str(REPO),
-    )
+    # (The snapshot less the HTTP head and the chunk's framing.)
+    server = await start_floor(sock, fifo, "--snapshot-bytes", str(max(size - 200, 200)))
     probe = ProbeProc()
     try:
-        assert server.stdout is not None
-        if (await asyncio.wait_for(server.stdout.readline(), 30)).strip() != b"ready":
-            raise RuntimeError("the fan-out floor did not start")
         t_ready = time.perf_counter()
         await probe.start()
         got = await probe.job("connect", socket=sock, target=TARGET, n=plan.storm)
