@@ -590,16 +590,23 @@ class ActivityWatcher:
         watch: _Watch | None = None
         try:
             self._refresh()
+            # What the pane was doing when the wait began (read now: _refresh reads a pane
+            # it starts watching).  The hook's install below takes a round trip to tmux, and
+            # what the pane does meanwhile is already an answer to this wait.
+            began = self._watches.get(key)
+            before = began.activity if began is not None else activity.UNKNOWN
             await self._hook_ready(key[0])  # an exit from now on is told from a kill
             watch = self._watches.get(key)
             if watch is None:  # left the hub between the lookup and now
                 return self._result("gone", None, activity.UNKNOWN, activity.UNKNOWN, started)
             if watch.activity.dead and watch.activity.exit_status is None:
                 await self._ask_dead(watch)
-            before = watch.activity
-            now_met = activity.outcome(until, before, before)
-            if until != "change" and now_met is not None:
-                return self._result(now_met, key, before, before, started)
+            now = watch.activity
+            if began is None or before.dead:
+                before = now  # (a pane dead from the start: the same death, its status now known)
+            now_met = activity.outcome(until, before, now)
+            if now_met is not None:
+                return self._result(now_met, key, before, now, started)
             waiter = _Waiter(until, before)
             watch.waiters.add(waiter)
             try:

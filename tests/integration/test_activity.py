@@ -339,7 +339,12 @@ async def test_exit_without_remain_on_exit(
     the window stays) or the pane's only program ends (its window closes with it).  A kill
     of the same kind of pane stays ``gone`` (test_gone_answers)."""
     if how == "typed":
-        pane = rig.tmux.run("split-window", "-d", "-t", "other:", "-P", "-F", "#{pane_id}")
+        # A plain `sh` as the pane's own process (tmux runs a command through `sh -c`), not
+        # the login shell: a profile's commands (mesg, say) would be a change of their own
+        # before the waits are in place.
+        pane = rig.tmux.run(
+            "split-window", "-d", "-t", "other:", "-P", "-F", "#{pane_id}", "exec sh"
+        )
     else:
         pane = new_pane_running(rig, "other", "read x; exit 3")
     pane = pane.strip()
@@ -353,7 +358,7 @@ async def test_exit_without_remain_on_exit(
     assert answer["activity"]["dead"] is True and answer["activity"].get("exit_status") is None
     assert answer["location"] is None and "remain-on-exit off" in answer["reason"], answer
     status, changed = await idle
-    assert changed["outcome"] == "exit" and changed["met"], changed
+    assert changed["outcome"] == "exit" and changed["met"], (changed["before"], changed["activity"])
     # A kill-pane of a pane like it: gone.
     victim = rig.tmux.run("split-window", "-d", "-t", "other:", "-P", "-F", "#{pane_id}").strip()
     await sync(http)
