@@ -353,6 +353,15 @@ class ServerMirror:
         if zoomed not in ("0", "1") or not layout or not panes:
             self.mark(windows=(window_id,))
             return
+        if not answers:
+            # The 3.3 waiter's rows come by another client than the notifications, so the
+            # %window-add of a window a pane was moved to (break-pane) may not be read yet.
+            # A pane that left the window may have been killed or moved: applying the rows
+            # would publish its removal, then its addition.  The structure says which.
+            kept = {p.id for p in panes}
+            if any(p.window_id == window_id and p.id not in kept for p in self.panes.values()):
+                self.mark(structure=True, windows=(window_id,))
+                return
         active = next((p.id for p in panes if p.active), None)
         self.windows[window_id] = msgspec.structs.replace(
             known, layout=layout, zoomed=zoomed == "1", active_pane=active

@@ -308,6 +308,25 @@ def test_every_batch_of_a_3_3_reread_reads_the_hook_counter_last() -> None:
         assert next(mirror.reread(Dirty(full=True))) == [LIST_SESSIONS, LIST_WINDOWS, LIST_PANES]
 
 
+def test_waiter_rows_without_a_pane_of_their_window_ask_for_the_structure() -> None:
+    # break-pane: the old window's rows come without the pane, perhaps before the %window-add
+    # of its new window is read.  Applied, they would publish its removal, then its addition.
+    mirror = counted(seq="4")
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    mirror.take()
+    panes = dict(mirror.panes)
+    mirror.on_waiter_round([f"|6 {KILL_ROW}"])
+    assert mirror.take() == Dirty(structure=True, windows={"@7"})
+    assert mirror.panes == panes
+    # The same on 3.4, where the message comes after the notifications on one connection:
+    # applied (a %window-add before it has marked the structure already).
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    mirror.on_hook_message(["window-layout-changed", *SPLIT_ROW.split(" ")])
+    mirror.on_hook_message(["window-layout-changed", *KILL_ROW.split(" ")])
+    assert sorted(mirror.panes) == ["%1", "%9"]
+
+
 def test_waiter_rows_counted_after_the_last_read_update_the_window_without_a_query() -> None:
     mirror = counted(seq="4")
     mirror.on_waiter_round([f"|5 {KILL_ROW}|6 {SPLIT_ROW}"])
