@@ -452,7 +452,7 @@ def test_a_window_whose_rows_did_not_come_is_not_held_again_until_they_do() -> N
     mirror.release_held(mirror.holding() or 0)
     mirror.take()
     mirror.attached_to("$0")
-    mirror.on_event(layout_change())
+    mirror.on_event(layout_change("L2"))
     assert mirror.holding() is not None
 
 
@@ -485,6 +485,48 @@ def test_a_hold_ends_with_rows_older_than_a_read_and_with_a_wider_read() -> None
     newest = 0
     mirror.on_event(layout_change())
     assert not mirror.release_held(newest)  # a release only takes the holds made before it
+
+
+def test_a_layout_change_whose_rows_came_first_is_not_held() -> None:
+    """The rows travel by the waiter's client and are often read before the notification:
+    a hold then would wait its whole time, query, and mark the window rowless."""
+    mirror = holding_mirror()
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    assert mirror.take() == Dirty(publish=True)
+    mirror.on_event(layout_change())
+    mirror.on_event(WindowPaneChanged(window_id="@7", pane_id="%1"))  # active in the rows
+    assert mirror.holding() is None and not mirror.dirty
+    # What the rows do not show yet is held, or queried, as before.
+    mirror.on_event(WindowPaneChanged(window_id="@7", pane_id="%2"))
+    assert mirror.take() == Dirty(windows={"@7"})
+    mirror.on_event(layout_change("L2"))
+    assert mirror.holding() is not None and not mirror.dirty
+
+
+def test_a_hold_is_answered_by_a_reply_that_shows_its_layout() -> None:
+    """A kill's rows ask for the structure; its read may end after the kill's
+    %layout-change was read, and shows that layout: nothing is left to wait for."""
+    data = load(DATA / "mirror" / "3.3a.json")
+    after = data["after_split_in_other"]["window_panes"]["@2"]
+    scratch = fresh("3.3a")
+    full_read(scratch, data["before"])
+    run_reread(scratch.reread(Dirty(windows={"@2"})), [[ok(after)]])
+    layout = scratch.windows["@2"].layout
+
+    mirror = fresh("3.3a")
+    full_read(mirror, data["before"])
+    mirror.hooks_wanted = mirror.hooks_installed = True
+    gen = mirror.reread(Dirty(windows={"@2"}))
+    next(gen)
+    mirror.on_event(LayoutChange(window_id="@2", layout=layout, visible_layout=layout, flags=""))
+    assert mirror.holding() is not None
+    with pytest.raises(StopIteration):
+        gen.send([ok(after), ok(["7"])])
+    assert mirror.holding() is None and mirror.windows["@2"].layout == layout
+    # A reply with another layout leaves the hold waiting.
+    mirror.on_event(LayoutChange(window_id="@2", layout="L9", visible_layout="L9", flags=""))
+    run_reread(mirror.reread(Dirty(windows={"@2"})), [[ok(after), ok(["8"])]])
+    assert mirror.holding() is not None
 
 
 def test_the_digest_marks_only_what_differs() -> None:
