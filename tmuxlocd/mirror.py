@@ -106,16 +106,26 @@ def check(names: Sequence[str], *replies: Reply) -> None:
 class Dirty:
     """What to re-read: everything, sessions and windows, windows only (``layouts``:
     list-windows -a, then the windows that differ), or the named windows; ``publish``: the
-    model was changed without a read (a hook message carried the rows), publish it."""
+    model was changed without a read (a hook message carried the rows), publish it;
+    ``deferred``: 3.3 waiter rows without a pane their window had, by window, applied after
+    a round trip on the control connection unless it brought a structure change."""
 
     full: bool = False
     structure: bool = False
     layouts: bool = False
     windows: set[str] = field(default_factory=set)
     publish: bool = False
+    deferred: dict[str, list[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return self.full or self.structure or self.layouts or bool(self.windows) or self.publish
+        return (
+            self.full
+            or self.structure
+            or self.layouts
+            or bool(self.windows)
+            or self.publish
+            or bool(self.deferred)
+        )
 
 
 @dataclass(frozen=True)
@@ -235,6 +245,7 @@ class ServerMirror:
         self._message_answers -= windows
         for window_id in windows:
             self._held.pop(window_id, None)
+            self.dirty.deferred.pop(window_id, None)
         self.dirty.publish |= publish
 
     def mark_geometry(self, window_id: str) -> None:
@@ -339,7 +350,9 @@ class ServerMirror:
         if hold.active is None or hold.active == window.active_pane:
             del self._held[window_id]
 
-    def on_hook_message(self, words: list[str], *, answers: bool = True) -> None:
+    def on_hook_message(
+        self, words: list[str], *, answers: bool = True, elsewhere: frozenset[str] = frozenset()
+    ) -> None:
         """Our 3.4+ hook's message: ``<hook> @W <zoomed> <layout> <pane> <pane> ...``, the
         window's panes as they were when the hook ran (``hook_command``); ``answers``: it
         came on the control connection after the notifications it answers (not so for the
@@ -366,21 +379,19 @@ class ServerMirror:
             self.mark(windows=(window_id,))
             return
         if not answers:
-            # The 3.3 waiter's rows come by another client than the notifications, so the
-            # %window-add of a window a pane was moved to (break-pane) may not be read yet.
-            # A pane that left the window may have been killed or moved: applying the rows
-            # would publish its removal, then its addition.  The structure says which.
-            kept = {p.id for p in panes}
+            # The 3.3 waiter's rows come by another client than the notifications.  A pane
+            # that left the window was killed or moved.  Moved to a window whose rows came in
+            # the same round (``elsewhere``: one command's hooks all run before the waiter
+            # prints): both are applied.  Otherwise it may have been moved to a new window
+            # (break-pane) whose %window-add is not read yet: applying the rows would publish
+            # its removal, then its addition.  tmux wrote that notification before it ran
+            # the hook, so a round trip on the control connection reads it; the rows wait for
+            # that (``Dirty.deferred``), far cheaper for tmux than reading the structure.
+            kept = {p.id for p in panes} | elsewhere
             if any(p.window_id == window_id and p.id not in kept for p in self.panes.values()):
-                self.mark(structure=True, windows=(window_id,))
+                self.dirty.deferred[window_id] = words
                 return
-        active = next((p.id for p in panes if p.active), None)
-        self.windows[window_id] = msgspec.structs.replace(
-            known, layout=layout, zoomed=zoomed == "1", active_pane=active
-        )
-        self.panes = {k: p for k, p in self.panes.items() if p.window_id != window_id}
-        for pane in panes:
-            self.panes[pane.id] = pane
+        self._apply_rows(known, zoomed, layout, panes)
         # tmux writes a window's %layout-change to control clients and then runs its hooks
         # (notify.c), so the message was expanded after every notification before it: the
         # marks those made are answered, and the query they asked for is not sent.
@@ -388,6 +399,18 @@ class ServerMirror:
             self._message_answers.discard(window_id)
             self.dirty.windows.discard(window_id)
         self.mark(publish=True)
+
+    def _apply_rows(self, known: Window, zoomed: str, layout: str, panes: Sequence[Pane]) -> None:
+        window_id = known.id
+        # Rows newer than deferred ones of the window replace them.
+        self.dirty.deferred.pop(window_id, None)
+        active = next((p.id for p in panes if p.active), None)
+        self.windows[window_id] = msgspec.structs.replace(
+            known, layout=layout, zoomed=zoomed == "1", active_pane=active
+        )
+        self.panes = {k: p for k, p in self.panes.items() if p.window_id != window_id}
+        for pane in panes:
+            self.panes[pane.id] = pane
 
     def on_waiter_round(self, lines: Iterable[str]) -> None:
         """What one round of the 3.3 hook waiter printed: the value of ``LAYOUTS_OPTION``,
@@ -404,8 +427,15 @@ class ServerMirror:
                 continue  # not the option's value (a user's after-hook printed it)
             if len(line) >= LAYOUTS_LIMIT:
                 self.mark(layouts=True)
-            for entry in line[1:].split("|"):
-                count, _, rest = entry.partition(" ")
+            entries = [entry.partition(" ") for entry in line[1:].split("|")]
+            # The panes each window's rows of this round name: a pane gone from one window
+            # and named by another's rows was moved between them (on_hook_message).
+            named: dict[str, set[str]] = {}
+            for _, _, rest in entries:
+                words = rest.split(" ")
+                ids = named.setdefault(words[0], set())
+                ids.update(word.partition(".")[0] for word in words[3:])
+            for count, _, rest in entries:
                 words = rest.split(" ")
                 window_id = words[0]
                 if not (count.isdigit() and window_id[:1] == "@" and window_id[1:].isdigit()):
@@ -413,7 +443,12 @@ class ServerMirror:
                 elif self.layout_seq is None or int(count) <= self.layout_seq or self.reading:
                     self.mark(windows=(window_id,))
                 else:
-                    self.on_hook_message(["window-layout-changed", *words], answers=False)
+                    elsewhere = frozenset().union(
+                        *(ids for w, ids in named.items() if w != window_id)
+                    )
+                    self.on_hook_message(
+                        ["window-layout-changed", *words], answers=False, elsewhere=elsewhere
+                    )
                     self._answer_hold(window_id)
                 # Rows of this window come: its changes may be held for them again.
                 self._rowless.discard(window_id)
@@ -424,6 +459,12 @@ class ServerMirror:
         """What is dirty now, leaving nothing dirty (marks made later wait for the next)."""
         taken, self.dirty = self.dirty, Dirty()
         self._message_answers = set()
+        if taken.deferred and (taken.full or taken.structure or taken.layouts or taken.windows):
+            # A read is due anyway: it reads the structure too, which says where the panes
+            # went, instead of a round trip of its own.
+            taken.structure = True
+            taken.windows |= set(taken.deferred)
+            taken.deferred = {}
         if taken.full or taken.structure or taken.layouts:
             self._held.clear()  # that read lists every window's layout
         return taken
@@ -470,6 +511,21 @@ class ServerMirror:
                 pane = parse_pane_row(row)
                 panes[pane.id] = pane
             self.panes = panes
+            return
+        if what.deferred:
+            # Only rows wait (take): a round trip reads every notification tmux wrote before
+            # it ran their hooks.  A %window-add among them (a pane broken out to a new
+            # window) marks the structure: the windows are then read with it.  Else the
+            # panes were killed, and the rows are applied.
+            yield []
+            for window_id, words in what.deferred.items():
+                known = self.windows.get(window_id)
+                if self.dirty.full or self.dirty.structure or known is None:
+                    self.mark(structure=True, windows=(window_id,))
+                    continue
+                zoomed, layout = words[2], words[3]
+                self._apply_rows(known, zoomed, layout, parse_message_panes(window_id, words[4:]))
+                self._answer_hold(window_id)
             return
         windows = set(what.windows)
         if what.structure:

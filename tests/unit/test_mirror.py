@@ -308,16 +308,45 @@ def test_every_batch_of_a_3_3_reread_reads_the_hook_counter_last() -> None:
         assert next(mirror.reread(Dirty(full=True))) == [LIST_SESSIONS, LIST_WINDOWS, LIST_PANES]
 
 
-def test_waiter_rows_without_a_pane_of_their_window_ask_for_the_structure() -> None:
-    # break-pane: the old window's rows come without the pane, perhaps before the %window-add
-    # of its new window is read.  Applied, they would publish its removal, then its addition.
+def test_waiter_rows_without_a_pane_of_their_window_wait_for_a_round_trip() -> None:
+    # kill-pane or break-pane: the old window's rows come without the pane, perhaps before
+    # the %window-add of its new window is read.  Applied at once, a break-pane would publish
+    # the pane's removal, then its addition.  tmux wrote that notification before it ran the
+    # hook, so the rows wait for one round trip on the control connection (the counter read
+    # alone: tmux lists nothing), and are applied when it brought no structure change.
     mirror = counted(seq="4")
     mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
     mirror.take()
     panes = dict(mirror.panes)
     mirror.on_waiter_round([f"|6 {KILL_ROW}"])
-    assert mirror.take() == Dirty(structure=True, windows={"@7"})
     assert mirror.panes == panes
+    what = mirror.take()
+    assert what.deferred and not (what.structure or what.windows)
+    gen = mirror.reread(what)
+    assert next(gen) == [READ_LAYOUT_SEQ]
+    with pytest.raises(StopIteration):
+        gen.send([ok(["6"])])
+    assert sorted(mirror.panes) == ["%1", "%9"] and mirror.windows["@7"].layout == "L1"
+    # break-pane: the %window-add is read before the round trip's reply: the structure says.
+    mirror = counted(seq="4")
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    mirror.take()
+    mirror.on_waiter_round([f"|6 {KILL_ROW}"])
+    gen = mirror.reread(mirror.take())
+    next(gen)
+    mirror.on_event(WindowAdd(window_id="@12", unlinked=True))
+    with pytest.raises(StopIteration):
+        gen.send([ok(["6"])])
+    assert mirror.panes == panes
+    assert mirror.take() == Dirty(structure=True, windows={"@7"})
+    # With another read due, the structure is read with it instead of a round trip.
+    mirror.on_waiter_round([f"|7 {KILL_ROW}"])
+    mirror.mark(windows=("@8",))
+    assert mirror.take() == Dirty(structure=True, windows={"@7", "@8"})
+    # Newer rows of the window replace rows that wait.
+    mirror.on_waiter_round([f"|8 {KILL_ROW}"])
+    mirror.on_waiter_round([f"|9 {SPLIT_ROW}"])
+    assert mirror.take() == Dirty(publish=True)
     # The same on 3.4, where the message comes after the notifications on one connection:
     # applied (a %window-add before it has marked the structure already).
     mirror = fresh("3.4")
@@ -325,6 +354,19 @@ def test_waiter_rows_without_a_pane_of_their_window_ask_for_the_structure() -> N
     mirror.on_hook_message(["window-layout-changed", *SPLIT_ROW.split(" ")])
     mirror.on_hook_message(["window-layout-changed", *KILL_ROW.split(" ")])
     assert sorted(mirror.panes) == ["%1", "%9"]
+
+
+def test_a_pane_moved_between_windows_of_one_round_is_applied_at_once() -> None:
+    # join-pane / move-pane: one command's hooks all run before the waiter prints, so the
+    # window the pane went to names it in the same round.
+    mirror = counted(seq="4")
+    mirror.windows["@8"] = Window(id="@8", name="v", layout="old", zoomed=False)
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    mirror.take()
+    joined = "@8 0 L8 %9.0.1./dev/pts/9.90.0.0.40.24.0 %2.1.0./dev/pts/2.20.41.0.39.24.0"
+    mirror.on_waiter_round([f"|6 {KILL_ROW}|7 {joined}"])
+    assert mirror.take() == Dirty(publish=True)
+    assert mirror.panes["%2"].window_id == "@8" and mirror.panes["%1"].height == 24
 
 
 def test_waiter_rows_counted_after_the_last_read_update_the_window_without_a_query() -> None:
