@@ -520,6 +520,8 @@ class ServerMirror:
             yield []
             for window_id, words in what.deferred.items():
                 known = self.windows.get(window_id)
+                if window_id in self.dirty.windows:
+                    continue  # marked while the trip was made: its query says what is true
                 if self.dirty.full or self.dirty.structure or known is None:
                     self.mark(structure=True, windows=(window_id,))
                     continue
@@ -587,8 +589,8 @@ class ServerMirror:
             self.panes[pane.id] = pane
         if window is not None:
             self.windows[wid] = window
-            # A reply that shows the layout a hold waits for answers it (a kill's rows ask
-            # for the structure, whose read may end after the kill's %layout-change came).
+            # A reply that shows the layout a hold waits for answers it (the read may end
+            # after the %layout-change it answers was read: rows that asked for it came first).
             self._answer_hold(wid)
         if not any(link.window_id == wid for link in self.winlinks):
             self.mark(structure=True)  # a window we have not seen linked yet

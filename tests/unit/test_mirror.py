@@ -339,13 +339,26 @@ def test_waiter_rows_without_a_pane_of_their_window_wait_for_a_round_trip() -> N
         gen.send([ok(["6"])])
     assert mirror.panes == panes
     assert mirror.take() == Dirty(structure=True, windows={"@7"})
+    # Marked while the trip was made: the rows are left to the window's query.
+    mirror = counted(seq="4")
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    mirror.take()
+    mirror.on_waiter_round([f"|6 {KILL_ROW}"])
+    gen = mirror.reread(mirror.take())
+    next(gen)
+    mirror.on_waiter_round([f"|7 {SPLIT_ROW}"])  # during a read: a mark
+    with pytest.raises(StopIteration):
+        gen.send([ok(["7"])])
+    assert mirror.panes == panes and mirror.take() == Dirty(windows={"@7"})
     # With another read due, the structure is read with it instead of a round trip.
-    mirror.on_waiter_round([f"|7 {KILL_ROW}"])
+    mirror.on_waiter_round([f"|8 {SPLIT_ROW}"])
+    mirror.take()
+    mirror.on_waiter_round([f"|9 {KILL_ROW}"])
     mirror.mark(windows=("@8",))
     assert mirror.take() == Dirty(structure=True, windows={"@7", "@8"})
     # Newer rows of the window replace rows that wait.
-    mirror.on_waiter_round([f"|8 {KILL_ROW}"])
-    mirror.on_waiter_round([f"|9 {SPLIT_ROW}"])
+    mirror.on_waiter_round([f"|10 {KILL_ROW}"])
+    mirror.on_waiter_round([f"|11 {SPLIT_ROW}"])
     assert mirror.take() == Dirty(publish=True)
     # The same on 3.4, where the message comes after the notifications on one connection:
     # applied (a %window-add before it has marked the structure already).
