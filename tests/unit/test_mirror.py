@@ -23,6 +23,7 @@ from tmuxlocd.mirror import (
     Barriers,
     Dirty,
     Episode,
+    Reread,
     ServerMirror,
     hook_command,
     install_hooks,
@@ -308,6 +309,17 @@ def test_every_batch_of_a_3_3_reread_reads_the_hook_counter_last() -> None:
         assert next(mirror.reread(Dirty(full=True))) == [LIST_SESSIONS, LIST_WINDOWS, LIST_PANES]
 
 
+def kill_in_its_round_trip() -> tuple[ServerMirror, Reread]:
+    """A 3.3 mirror whose kill's rows wait, with the round trip sent (its reply not read)."""
+    mirror = counted(seq="4")
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    mirror.take()
+    mirror.on_waiter_round([f"|6 {KILL_ROW}"])
+    gen = mirror.reread(mirror.take())
+    assert next(gen) == [READ_LAYOUT_SEQ]
+    return mirror, gen
+
+
 def test_waiter_rows_without_a_pane_of_their_window_wait_for_a_round_trip() -> None:
     # kill-pane or break-pane: the old window's rows come without the pane, perhaps before
     # the %window-add of its new window is read.  Applied at once, a break-pane would publish
@@ -328,24 +340,14 @@ def test_waiter_rows_without_a_pane_of_their_window_wait_for_a_round_trip() -> N
         gen.send([ok(["6"])])
     assert sorted(mirror.panes) == ["%1", "%9"] and mirror.windows["@7"].layout == "L1"
     # break-pane: the %window-add is read before the round trip's reply: the structure says.
-    mirror = counted(seq="4")
-    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
-    mirror.take()
-    mirror.on_waiter_round([f"|6 {KILL_ROW}"])
-    gen = mirror.reread(mirror.take())
-    next(gen)
+    mirror, gen = kill_in_its_round_trip()
     mirror.on_event(WindowAdd(window_id="@12", unlinked=True))
     with pytest.raises(StopIteration):
         gen.send([ok(["6"])])
     assert mirror.panes == panes
     assert mirror.take() == Dirty(structure=True, windows={"@7"})
     # Marked while the trip was made: the rows are left to the window's query.
-    mirror = counted(seq="4")
-    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
-    mirror.take()
-    mirror.on_waiter_round([f"|6 {KILL_ROW}"])
-    gen = mirror.reread(mirror.take())
-    next(gen)
+    mirror, gen = kill_in_its_round_trip()
     mirror.on_waiter_round([f"|7 {SPLIT_ROW}"])  # during a read: a mark
     with pytest.raises(StopIteration):
         gen.send([ok(["7"])])
