@@ -3,7 +3,8 @@
     python -m bench.profile_daemon {self,split,subscribe} [--panes N] [--seconds S]
         [--subscribers K] [--out DIR]
 
-- ``self``: one keep-alive client in a pane asking ``GET /v1/self`` back to back (B1/B2);
+- ``self``: ``--conns`` keep-alive clients (1 by default) in a pane asking ``GET /v1/self``
+  back to back (B1/B2);
 - ``split``: ``split-window -d`` + ``kill-pane`` in the observer's session and in another
   one, with K subscribers connected (B3/B7);
 - ``subscribe``: K subscribers connecting to ``/v1/events`` (B4: snapshot cost, memory).
@@ -64,7 +65,9 @@ def summarize(raw: Path, top: int = 25) -> str:
     return "\n".join(out)
 
 
-async def workload(kind: str, panes: int, seconds: float, nsubs: int, out: Path) -> None:
+async def workload(
+    kind: str, panes: int, seconds: float, nsubs: int, out: Path, conns: int = 1
+) -> None:
     tmux = shutil.which("tmux")
     pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     assert tmux is not None
@@ -109,7 +112,7 @@ async def workload(kind: str, panes: int, seconds: float, nsubs: int, out: Path)
         count = 0
         if kind == "self":
             res = await probe.job(
-                "throughput", conns=1, duration=seconds, socket=daemon.socket, path="/v1/self"
+                "throughput", conns=conns, duration=seconds, socket=daemon.socket, path="/v1/self"
             )
             count = int(res["count"])
         elif kind == "split":
@@ -157,8 +160,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--subscribers", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("/tmp"))
+    parser.add_argument("--conns", type=int, default=1, help="``self``: keep-alive clients (B2: 8)")
     args = parser.parse_args()
-    asyncio.run(workload(args.kind, args.panes, args.seconds, args.subscribers, args.out))
+    asyncio.run(
+        workload(args.kind, args.panes, args.seconds, args.subscribers, args.out, args.conns)
+    )
     return 0
 
 

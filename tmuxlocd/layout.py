@@ -142,8 +142,11 @@ def _parse_body(body: str) -> LayoutCell:
                 f"expected a cell 'WxH,X,Y' at offset {pos} of the layout body: "
                 f"{_excerpt(body, pos)}"
             )
-        width, height, left, top = (_uint(head.group(i), body, head.start(i)) for i in range(1, 5))
         pos = head.end()
+        width, height, left, top = map(int, head.groups())
+        if max(width, height, left, top) > _UINT_MAX:  # the message names the number
+            for i in range(1, 5):
+                _uint(head.group(i), body, head.start(i))
         nxt = body[pos] if pos < end else ""
         if nxt in ("{", "["):
             if len(stack) >= MAX_DEPTH:
@@ -163,7 +166,8 @@ def _parse_body(body: str) -> LayoutCell:
                 f"leaf cell before offset {number.start()} has no pane number (pre-1.8 "
                 f"layout format): {_excerpt(body, pos)}"
             )
-        pane = _uint(number.group(1), body, number.start(1))
+        digits = number.group(1)
+        pane = int(digits) if len(digits) < 10 else _uint(digits, body, number.start(1))
         if pane in seen:
             raise LayoutError(f"pane %{pane} appears twice in the layout")
         seen.add(pane)

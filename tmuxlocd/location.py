@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from itertools import groupby
+from operator import attrgetter
 
 import msgspec
 
@@ -96,10 +98,17 @@ def pane_neighbors(layout: str) -> dict[str, Neighbors]:
         table = neighbors_of_layout(layout)
     except LayoutError:
         return {}
+    # Built field by field: a new layout (every split or kill) makes this table again, and
+    # keyword dicts per pane were most of its cost.
     out: dict[str, Neighbors] = {}
     for number, by_dir in table.items():
+        above, below = by_dir["above"], by_dir["below"]
+        left, right = by_dir["left"], by_dir["right"]
         out[f"%{number}"] = Neighbors(
-            **{d: tuple(f"%{n.pane}" for n in by_dir[d]) for d in DIRECTIONS}
+            above=tuple([f"%{n.pane}" for n in above]) if above else (),
+            below=tuple([f"%{n.pane}" for n in below]) if below else (),
+            left=tuple([f"%{n.pane}" for n in left]) if left else (),
+            right=tuple([f"%{n.pane}" for n in right]) if right else (),
         )
     return out
 
@@ -162,6 +171,8 @@ def window_locations(
     return out
 
 
+_window_of = attrgetter("window_id")
+
 _WindowKey = tuple[
     ServerRef, Window, tuple[Winlink, ...], tuple[Session | None, ...], tuple[Pane, ...]
 ]
@@ -186,9 +197,16 @@ class LocationBuilder:
         links_of: dict[str, list[Winlink]] = {}
         for link in state.winlinks:  # sorted by session id, then index
             links_of.setdefault(link.window_id, []).append(link)
+        # tmux lists a window's panes together, in index order, and the mirror replaces a
+        # window's panes as one run: grouping runs (in C) is what makes this pass over every
+        # pane cheap.  A window whose panes are not one run is still grouped right, joined.
         panes_of: dict[str, list[Pane]] = {}
-        for pane in state.panes.values():  # tmux lists a window's panes in index order
-            panes_of.setdefault(pane.window_id, []).append(pane)
+        for wid, run in groupby(state.panes.values(), key=_window_of):
+            have = panes_of.get(wid)
+            if have is None:
+                panes_of[wid] = list(run)
+            else:
+                have.extend(run)
         sessions = state.sessions
         old: dict[str, Location] = {}
         new: dict[str, Location] = {}
@@ -242,10 +260,17 @@ def changed_fields(old: Location, new: Location) -> list[str]:
     for section in _SECTIONS:
         a = getattr(old, section)
         b = getattr(new, section)
-        if a == b:
+        if a is b or a == b:
             continue
-        for field in a.__struct_fields__:
-            if getattr(a, field) != getattr(b, field):
+        # A window's Locations share its section objects (an unchanged one is the same
+        # object); a differing one is read as a tuple, cheaper than a getattr per field.
+        for field, x, y in zip(
+            a.__struct_fields__,
+            msgspec.structs.astuple(a),
+            msgspec.structs.astuple(b),
+            strict=True,
+        ):
+            if x != y:
                 out.append(f"{section}.{field}")
     if old.neighbors != new.neighbors:
         out.append("neighbors")
