@@ -13,9 +13,9 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from bench import procstat
+from bench.fanout_proc import ProbeProc
 from bench.report import Row
 from bench.runner import REPO, Daemon, Results, http_json, log, observer_session, pick_targets
 from bench.stats import fmt_bytes, fmt_ms, median, p99
@@ -37,54 +37,6 @@ class FanPlan:
         if quick:
             return cls(counts=(1, 10), changes=3, gap_s=0.06, storm=10)
         return cls(counts=(1, 100, 1000), changes=30, gap_s=0.06, storm=1000)
-
-
-class ProbeProc:
-    """``bench.fanout_probe`` as a child process, one JSON line each way per command."""
-
-    def __init__(self) -> None:
-        self.proc: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.fanout_probe",
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=clean_env(),
-            cwd=str(REPO),
-            limit=1 << 20,
-        )
-
-    async def send(self, kind: str, **args: Any) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"kind": kind, **args}).encode() + b"\n")
-        await self.proc.stdin.drain()
-
-    async def answer(self, timeout: float = 600.0) -> dict[str, Any]:
-        assert self.proc is not None and self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
-        if not line:
-            raise RuntimeError("the fan-out probe went away")
-        result: dict[str, Any] = json.loads(line)
-        if result.get("ok") is False:
-            raise RuntimeError(f"fan-out probe: {result.get('error')}")
-        return result
-
-    async def job(self, kind: str, timeout: float = 600.0, **args: Any) -> dict[str, Any]:
-        await self.send(kind, **args)
-        return await self.answer(timeout)
-
-    async def stop(self) -> None:
-        if self.proc is None or self.proc.returncode is not None:
-            return
-        try:
-            await self.job("close", timeout=30)
-            await asyncio.wait_for(self.proc.wait(), 30)
-        except (TimeoutError, RuntimeError, BrokenPipeError, ConnectionError):
-            self.proc.kill()
-            await self.proc.wait()
 
 
 async def no_streams(daemon: Daemon, timeout: float = 30.0) -> None:

@@ -14,6 +14,9 @@ Commands:
   pane id), wait until every stream has its ``pane.added``, then the ``kill`` argv (with
   ``{pane}`` in it) and wait for every ``pane.removed``; answers the first and last arrival of
   each ``pane.added`` after the spawn, and the event lines and bytes one stream got.
+- ``hits {pattern, wait}``: answers ``{"armed": true}`` at once; then, when every stream
+  has read a line with ``pattern`` (or ``wait`` seconds passed), the time each did (None:
+  not).  B3 with many subscribers: the runner makes the change and reads its alternatives.
 - ``storm {timeout}``: answers ``{"armed": true}`` at once; then every stream that ends is
   reopened with ``Last-Event-ID`` (retrying while nothing listens), until each has a snapshot
   of another daemon instance; answers when each got it, and what was refused.
@@ -258,6 +261,16 @@ class Probe:
             sub.flush(time.perf_counter())
         return ok
 
+    def hits(self, pattern: str, wait: float) -> dict[str, Any]:
+        """Arm every stream for ``pattern`` and say so at once; answer when each saw it."""
+        self._arm(pattern.encode())
+        print(json.dumps({"ok": True, "armed": True}), flush=True)
+        ok = self.run_until(lambda: all(s.pattern is None for s in self.subs), wait)
+        for sub in self.subs:
+            sub.pattern = None
+            sub.flush(time.perf_counter())
+        return {"hits": [s.hit for s in self.subs], "complete": ok}
+
     def changes(self, split: list[str], kill: list[str], k: int, gap_s: float) -> dict[str, Any]:
         first: list[float] = []
         last: list[float] = []
@@ -367,6 +380,8 @@ def main() -> int:
                 result = probe.connect(cmd["socket"], cmd["target"], cmd["n"])
             elif kind == "changes":
                 result = probe.changes(cmd["split"], cmd["kill"], cmd["k"], cmd["gap_s"])
+            elif kind == "hits":
+                result = probe.hits(cmd["pattern"], cmd["wait"])
             elif kind == "storm":
                 result = probe.storm(cmd["timeout"])
             elif kind == "close":

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import activity, procstat
+from bench.fanout_proc import ProbeProc
 from bench.httpclient import StreamRecorder, open_stream
 from bench.tmuxfarm import (
     LOCATION_FIELDS,
@@ -35,6 +36,7 @@ from bench.tmuxfarm import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
+EVENTS = "/v1/events?format=ndjson"  # every subscriber's stream: the whole server
 
 # The fields of a Location (SPEC §3), as one display-message / one libtmux read gets them.
 SELF_FORMAT = "\t".join(
@@ -460,7 +462,7 @@ class Subscribers:
                 tap.see(t, line)
                 bus.notify()
 
-            self.streams.append(await open_stream(socket_path, "/v1/events?format=ndjson", on_line))
+            self.streams.append(await open_stream(socket_path, EVENTS, on_line))
             self.taps.append(tap)
         if not await gate.wait(120):
             raise RuntimeError("subscribers did not get their snapshots")
@@ -515,15 +517,22 @@ async def propagation(
     n: int,
     res: Results,
     label: str,
+    held: ProbeProc | None = None,
 ) -> None:
     """B3: spawn of ``split-window -d`` -> the event at the subscribers, the
-    ``%layout-change`` at a bare control client, and a ``run-shell -b`` hook's write."""
+    ``%layout-change`` at a bare control client, and a ``run-shell -b`` hook's write.
+
+    The subscribers are ``subs`` (in this process), or the streams ``held`` holds (many: one
+    asyncio protocol per stream here would read 100 x 26 KiB per change at 1,000 panes, ten
+    milliseconds of this process's own work between the first stream's time and the last)."""
     wid = window.encode()
     series: dict[str, list[float]] = {k: [] for k in ("first", "last", "cm", "hook", "cli")}
     misses = 0
     for _ in range(n):
         await bus.quiet(0.06)
         gate = Gate()
+        if held is not None:
+            await held.job("hits", timeout=10, pattern='"pane.added"', wait=5.0)
         subs.arm(added, gate)
         if cm is not None:
             cm_tap.arm(lambda line: line.startswith(b"%layout-change " + wid + b" "), gate)
@@ -542,8 +551,10 @@ async def propagation(
         ok = await gate.wait(5.0)
         for tap in (*subs.taps, cm_tap, hook_tap):
             tap.disarm()
-        hits = [t.hit for t in subs.taps]
-        if not ok or any(h is None for h in hits):
+        hits: list[float | None] = [t.hit for t in subs.taps]
+        if held is not None:
+            hits = (await held.answer(30))["hits"]
+        if not ok or not hits or any(h is None for h in hits):
             misses += 1
         else:
             got = [h - t0 for h in hits if h is not None]
@@ -555,9 +566,13 @@ async def propagation(
             if hook_tap.hit is not None:
                 series["hook"].append(hook_tap.hit - t0)
         gate = Gate()
+        if held is not None:
+            await held.job("hits", timeout=10, pattern='"pane.removed"', wait=5.0)
         subs.arm(removed, gate)
         await farm.arun("kill-pane", "-t", new)
         if not await gate.wait(5.0):
+            misses += 1
+        if held is not None and not (await held.answer(30))["complete"]:
             misses += 1
         for tap in subs.taps:
             tap.disarm()
@@ -577,9 +592,12 @@ async def propagation_rows(
     sub_counts: tuple[int, ...],
     n: int,
     res: Results,
+    held: ProbeProc | None = None,
 ) -> None:
-    """B3 with each number of subscribers in ``sub_counts`` (ascending: the streams opened
-    for one count stay open for the next), in the observer's session and in another.
+    """B3 with each number of subscribers in ``sub_counts``, in the observer's session and in
+    another.  One subscriber is read by this process; more are held by ``held`` (its own
+    process, as subscribers are), which keeps them open when this returns (B4 measures with
+    them).
 
     The alternatives measured next to the daemon: a bare control client attached to the
     observer's session (it sees only its own session's ``%layout-change``) and a
@@ -594,14 +612,21 @@ async def propagation_rows(
         with hook_fifo(farm, bus, hook_tap):
             for nsubs in sub_counts:
                 log(f"{farm.total} panes: B3 propagation, {nsubs} subscriber(s)")
-                await subs.connect(daemon_socket, nsubs - len(subs.streams))
+                many = nsubs > 1
+                if many:
+                    if held is None:
+                        raise ValueError("more than one subscriber needs the streams' holder")
+                    subs.close()
+                    await held.job("connect", socket=daemon_socket, target=EVENTS, n=nsubs)
+                else:
+                    await subs.connect(daemon_socket, nsubs - len(subs.streams))
                 for where, pane, window, peer in (
                     ("attached", targets.attached_pane, targets.attached_window, cm),
                     ("other", targets.other_pane, targets.other_window, None),
                 ):
                     await propagation(
                         farm, bus, subs, peer, cm_tap, hook_tap, pane, window, n, res,
-                        f"{where} {nsubs}",
+                        f"{where} {nsubs}", held if many else None,
                     )  # fmt: skip
     finally:
         await cm.close()
@@ -705,6 +730,7 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
     daemon: Daemon | None = None
     floor: Floor | None = None
     subs = Subscribers(bus)
+    held = ProbeProc()  # B3's many subscribers, and B4's
     try:
         await asyncio.to_thread(
             farm.build, [sys.executable, "-m", "bench.client_probe", probe.path], str(REPO)
@@ -830,14 +856,23 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                     res.add(f"B2 cpu {conns} {name}", panes, [cpu / tput["count"]])
 
         # B3: change propagation, 1 subscriber then many.
+        await held.start()
         await propagation_rows(
-            farm, bus, subs, daemon.socket, targets, (1, plan.many_subs), plan.props(panes), res
+            farm,
+            bus,
+            subs,
+            daemon.socket,
+            targets,
+            (1, plan.many_subs),
+            plan.props(panes),
+            res,
+            held,
         )
 
         if heavy:
-            # B4: memory and latency with many subscribers connected.
-            log(f"{panes} panes: B4 with {len(subs.streams)} subscribers")
-            res.facts[f"B4 subscribers@{panes}"] = len(subs.streams)
+            # B4: memory and latency with many subscribers connected (held's).
+            log(f"{panes} panes: B4 with {plan.many_subs} subscribers")
+            res.facts[f"B4 subscribers@{panes}"] = plan.many_subs
             res.facts[f"B4 RSS@{panes}"] = procstat.rss_bytes(daemon.pid)
             lat = await probe.job(
                 "latency",
@@ -851,7 +886,8 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             )
             for name, values in lat["samples"].items():
                 res.add(f"B4 keepalive {name}", panes, values)
-            subs.close()
+        await held.stop()
+        if heavy:
             await floor.stop()
             floor = None
 
@@ -907,6 +943,7 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         raise
     finally:
         subs.close()
+        await held.stop()
         if floor is not None:
             await floor.stop()
         if daemon is not None:

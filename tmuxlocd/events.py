@@ -102,6 +102,7 @@ def diff(
     ids = set(old) | set(new) if candidates is None else set(candidates)
     removed: list[ChangeEvent] = []
     rest: list[ChangeEvent] = []
+    shared: dict[tuple[int, int], list[str]] = {}
     for pane_id in sort_pane_ids(ids):
         a = old.get(pane_id)
         b = new.get(pane_id)
@@ -113,7 +114,7 @@ def diff(
         elif a is None:
             rest.append(PaneAdded(location=b))
         elif a != b:
-            rest.append(PaneChanged(location=b, changed=tuple(changed_fields(a, b))))
+            rest.append(PaneChanged(location=b, changed=tuple(changed_fields(a, b, shared))))
     return removed + rest
 
 

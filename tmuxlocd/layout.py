@@ -94,8 +94,9 @@ def layout_checksum(body: str) -> int:
     # Layout bodies are ASCII; other text is summed over its UTF-8 bytes so that the function
     # is total (such a body never parses anyway).
     for byte in body.encode("utf-8", "surrogatepass"):
-        csum = ((csum >> 1) | ((csum & 1) << 15)) + byte
-        csum &= 0xFFFF
+        # One expression (the rotation's halves never overlap, so | is +): a new layout is
+        # summed on every split and kill.
+        csum = ((csum >> 1) + ((csum & 1) << 15) + byte) & 0xFFFF
     return csum
 
 

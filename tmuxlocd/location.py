@@ -255,28 +255,45 @@ def sort_pane_ids(ids: Iterable[str]) -> list[str]:
 _SECTIONS = ("server", "session", "window", "pane")
 
 
-def changed_fields(old: Location, new: Location) -> list[str]:
+def changed_fields(
+    old: Location, new: Location, shared: dict[tuple[int, int], list[str]] | None = None
+) -> list[str]:
+    """The names of what differs (``section.field``, ``neighbors``, ``links``).
+
+    ``shared`` is for one diff's calls: the panes of a window share their server, session
+    and window objects, so a changed layout is compared once for all of them, not per pane
+    (the ids stay valid while the Locations being compared hold the objects)."""
     out: list[str] = []
     for section in _SECTIONS:
         a = getattr(old, section)
         b = getattr(new, section)
-        if a is b or a == b:
+        if a is b:
             continue
-        # A window's Locations share its section objects (an unchanged one is the same
-        # object); a differing one is read as a tuple, cheaper than a getattr per field.
-        for field, x, y in zip(
-            a.__struct_fields__,
-            msgspec.structs.astuple(a),
-            msgspec.structs.astuple(b),
-            strict=True,
-        ):
-            if x != y:
-                out.append(f"{section}.{field}")
+        key = (id(a), id(b))
+        names = shared.get(key) if shared is not None and section != "pane" else None
+        if names is None:
+            names = _differing(section, a, b)
+            if shared is not None and section != "pane":
+                shared[key] = names
+        out += names
     if old.neighbors != new.neighbors:
         out.append("neighbors")
     if old.links != new.links:
         out.append("links")
     return out
+
+
+def _differing(section: str, a: msgspec.Struct, b: msgspec.Struct) -> list[str]:
+    if a == b:
+        return []
+    # Read as tuples: cheaper than a getattr per field.
+    return [
+        f"{section}.{field}"
+        for field, x, y in zip(
+            a.__struct_fields__, msgspec.structs.astuple(a), msgspec.structs.astuple(b), strict=True
+        )
+        if x != y
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
