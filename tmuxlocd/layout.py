@@ -34,6 +34,7 @@ __all__ = [
     "LayoutCell",
     "Neighbor",
     "Rect",
+    "adjacency",
     "format_layout",
     "layout_checksum",
     "neighbors",
@@ -315,27 +316,27 @@ def pane_rects(root: LayoutCell) -> dict[int, Rect]:
     return rects
 
 
-def _sorted(found: list[Neighbor]) -> tuple[Neighbor, ...]:
-    if len(found) > 1:
-        found.sort(key=lambda n: (-n.shared, n.pane))
-    return tuple(found)
+Adjacent = tuple[
+    list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]
+]
 
 
-def neighbors(rects: Mapping[int, Rect]) -> dict[int, dict[Direction, tuple[Neighbor, ...]]]:
-    """For every pane and direction, the panes across that edge, largest shared length first.
+def adjacency(rects: Mapping[int, Rect]) -> dict[int, Adjacent]:
+    """For every pane, its (above, below, left, right) lists of ``(-shared, pane)``, sorted:
+    largest shared length first, then by pane number.  ``neighbors`` reads them as
+    ``Neighbor``s; the Location's neighbours (location.pane_neighbors) as pane ids.
 
     Two panes are neighbours when exactly one border cell separates them (for ``right``:
     ``other.left == r.left + r.width + 1``) and their ranges along that edge overlap by at
     least one cell.  Panes touching only at a corner are not neighbours (tmux's own
-    ``{up-of}`` etc. also accept those).  All four keys are always present.
+    ``{up-of}`` etc. also accept those).
     """
-    # Plain tuples and lists in the loop: attribute access on Structs would dominate.  Panes
-    # are bucketed by their left and top coordinates, so each pane only meets the panes that
-    # start one border past its right or bottom edge (no all-pairs scan).
+    # Plain tuples and lists in the loop: attribute access on Structs would dominate, and
+    # tuples sort without a key function.  Panes are bucketed by their left and top
+    # coordinates, so each pane only meets the panes that start one border past its right or
+    # bottom edge (no all-pairs scan).
     boxes = [(p, r.left, r.top, r.left + r.width, r.top + r.height) for p, r in rects.items()]
-    found: dict[int, tuple[list[Neighbor], list[Neighbor], list[Neighbor], list[Neighbor]]] = {
-        p: ([], [], [], []) for p, *_ in boxes
-    }
+    found: dict[int, Adjacent] = {p: ([], [], [], []) for p, *_ in boxes}
     by_left: dict[int, list[tuple[int, int, int, int, int]]] = {}
     by_top: dict[int, list[tuple[int, int, int, int, int]]] = {}
     for box in boxes:
@@ -351,22 +352,30 @@ def neighbors(rects: Mapping[int, Rect]) -> dict[int, dict[Direction, tuple[Neig
             if bt < ab and at < bb:
                 shared = min(ab, bb) - max(at, bt)
                 if shared > 0:
-                    a_lists[3].append(Neighbor(b, shared))
-                    found[b][2].append(Neighbor(a, shared))
+                    a_lists[3].append((-shared, b))
+                    found[b][2].append((-shared, a))
         for b, bl, _, br, _ in by_top.get(ab + 1, ()):
             if bl < ar and al < br:
                 shared = min(ar, br) - max(al, bl)
                 if shared > 0:
-                    a_lists[1].append(Neighbor(b, shared))
-                    found[b][0].append(Neighbor(a, shared))
+                    a_lists[1].append((-shared, b))
+                    found[b][0].append((-shared, a))
+    for lists in found.values():
+        for one in lists:
+            if len(one) > 1:
+                one.sort()
+    return found
+
+
+def neighbors(rects: Mapping[int, Rect]) -> dict[int, dict[Direction, tuple[Neighbor, ...]]]:
+    """For every pane and direction, the panes across that edge, largest shared length first
+    (``adjacency``).  All four keys are always present."""
     return {
         p: {
-            "above": _sorted(above),
-            "below": _sorted(below),
-            "left": _sorted(left),
-            "right": _sorted(right),
+            d: tuple(Neighbor(n, -s) for s, n in one)
+            for d, one in zip(DIRECTIONS, lists, strict=True)
         }
-        for p, (above, below, left, right) in found.items()
+        for p, lists in adjacency(rects).items()
     }
 
 

@@ -17,7 +17,7 @@ from operator import attrgetter
 import msgspec
 
 from tmuxlocd.errors import LayoutError
-from tmuxlocd.layout import DIRECTIONS, neighbors_of_layout
+from tmuxlocd.layout import DIRECTIONS, adjacency, pane_rects, parse_layout
 from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, id_number
 
 
@@ -93,22 +93,21 @@ def pane_neighbors(layout: str) -> dict[str, Neighbors]:
 
     Cached by layout string (failures too), since a window is rebuilt for reasons that
     leave its layout alone (a rename, a focus change); callers must not modify the result.
+    A new layout (every split and kill) makes the table anew: from the sorted adjacency
+    straight to ids, field by field (keyword dicts and Neighbor structs per pane were most
+    of its cost).
     """
     try:
-        table = neighbors_of_layout(layout)
+        table = adjacency(pane_rects(parse_layout(layout)))
     except LayoutError:
         return {}
-    # Built field by field: a new layout (every split or kill) makes this table again, and
-    # keyword dicts per pane were most of its cost.
     out: dict[str, Neighbors] = {}
-    for number, by_dir in table.items():
-        above, below = by_dir["above"], by_dir["below"]
-        left, right = by_dir["left"], by_dir["right"]
+    for number, (above, below, left, right) in table.items():
         out[f"%{number}"] = Neighbors(
-            above=tuple([f"%{n.pane}" for n in above]) if above else (),
-            below=tuple([f"%{n.pane}" for n in below]) if below else (),
-            left=tuple([f"%{n.pane}" for n in left]) if left else (),
-            right=tuple([f"%{n.pane}" for n in right]) if right else (),
+            above=tuple([f"%{n}" for _, n in above]) if above else (),
+            below=tuple([f"%{n}" for _, n in below]) if below else (),
+            left=tuple([f"%{n}" for _, n in left]) if left else (),
+            right=tuple([f"%{n}" for _, n in right]) if right else (),
         )
     return out
 
