@@ -36,6 +36,13 @@ from typing import Any
 
 HEAD, SIZE, DATA = 0, 1, 2
 
+# Every read lands in this one buffer and only its bytes are copied out.  ``recv(1 MiB)``
+# has glibc map a fresh 1 MiB block and unmap it again for each call (measured: 18 to 21 µs
+# a read, against 2.6 µs this way); over 1,000 streams that was 20 ms of this process's own
+# time inside the spread it measures.
+READ_BUF = bytearray(1 << 20)
+READ_VIEW = memoryview(READ_BUF)
+
 
 class Sub:
     """One stream: an HTTP/1.1 chunked NDJSON response, parsed just enough."""
@@ -85,11 +92,12 @@ class Sub:
     def read(self, now: float) -> None:
         assert self.sock is not None
         try:
-            data = self.sock.recv(1 << 20)
+            n = self.sock.recv_into(READ_BUF)
         except BlockingIOError:
             return
         except OSError:
-            data = b""
+            n = 0
+        data = bytes(READ_VIEW[:n])
         if not data:
             self.ended = True
             return
