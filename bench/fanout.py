@@ -81,12 +81,14 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
             res.add(f"B8 {count} spread", panes, spread)
             res.facts[f"B8 cpu per event@{panes}/{count}"] = cpu / max(out["lines"], 1)
             res.facts[f"B8 events@{panes}/{count}"] = out["lines"]
-            # What one change (a split, or a kill) wrote to each stream: the floor's size.
+            # What one change (a split, or a kill) wrote to each stream.
             res.facts[f"B8 bytes per change@{panes}"] = out["bytes"] / max(2 * plan.changes, 1)
+            # What a split wrote to each stream, the measured publication: the floor's size.
+            res.facts[f"B8 bytes per split@{panes}"] = median(out["split_bytes"] or [0])
             if out["misses"]:
                 res.misses.append(f"B8 {count} at {panes} panes: {out['misses']} timed out")
         # The floor, writing what the daemon wrote per change at this size.
-        await floor_spreads(farm, plan, res, int(res.facts[f"B8 bytes per change@{panes}"]))
+        await floor_spreads(farm, plan, res, int(res.facts[f"B8 bytes per split@{panes}"]))
         # B4: memory with every stream connected, nothing happening.
         res.facts[f"B4 RSS 1000@{panes}"] = (held, procstat.rss_bytes(daemon.pid))
 

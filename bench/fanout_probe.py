@@ -284,12 +284,14 @@ class Probe:
         last: list[float] = []
         misses = 0
         lines0, bytes0 = self.subs[0].lines, self.subs[0].received
+        split_bytes: list[int] = []
         for _ in range(k):
             # Quiet first: nothing of the last change still on its way.
             quiet_until = time.perf_counter() + gap_s
             while time.perf_counter() < quiet_until:
                 self.poll(max(quiet_until - time.perf_counter(), 0))
             self._arm(b'"pane.added"')
+            before = self.subs[0].received
             t0 = time.perf_counter()
             proc = subprocess.Popen(split, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             ok = self.run_until(lambda: all(s.pattern is None for s in self.subs), 10)
@@ -298,6 +300,8 @@ class Probe:
                 sub.flush(time.perf_counter())
             out, _ = proc.communicate(timeout=30)
             hits = [s.hit for s in self.subs if s.hit is not None]
+            # The publication that carried the pane.added (one chunk to each stream).
+            split_bytes.append(self.subs[0].received - before)
             if ok and len(hits) == len(self.subs):
                 first.append(min(hits) - t0)
                 last.append(max(hits) - t0)
@@ -315,6 +319,7 @@ class Probe:
             "misses": misses,
             "lines": self.subs[0].lines - lines0,
             "bytes": self.subs[0].received - bytes0,
+            "split_bytes": split_bytes,
         }
 
     def storm(self, timeout: float) -> dict[str, Any]:
