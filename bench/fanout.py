@@ -355,23 +355,26 @@ __all__ = ["METHOD", "FanPlan", "measure", "rows"]
 
 METHOD = """\\
 - B8/B4/B9 (`bench.fanout`): the subscribers are held by `bench.fanout_probe`, one process
-  with raw non-blocking sockets under one epoll, each read timestamped as it returns (an
-  upper bound of the arrival).  B8: `split-window -d` (subprocess) in the observer's session,
-  then `kill-pane`, 60 ms of quiet before each; the spread is the last subscriber's
-  `pane.added` less the first's, in the same sample.  Its floor: `bench.fanout_floor`, an
-  asyncio process that only writes, to the same number of streams held by the same probe,
-  a chunk of the bytes the daemon wrote per change at that size, by `transport.write` and by
-  `os.write`; "its writes" is the floor's own loop over the streams.  CPU per event and
-  subscriber: the daemon's CPU per event line with N subscribers less that with 1, over
-  N - 1.  B4: RSS with
-  every stream connected and idle.  B9: SIGTERM to the daemon, a new one started at once;
-  every stream that ends reconnects with its `Last-Event-ID` (retrying while nothing
-  listens); the time is from the new process's spawn to the last stream's snapshot of the
-  new instance, with the CPU the new daemon and the probe (reading every snapshot) used.
-  Its floor: `bench.fanout_floor --snapshot-bytes`, which answers every connection with a
-  line of the daemon's snapshot size and does nothing else, the same number of streams
-  connecting at once under the same probe; the ratio is the daemon's delivery (from its first
-  accepted reconnect to the last snapshot) over the floor's.
+  with raw non-blocking sockets under one epoll, each stream's bytes stamped with the time
+  the wait that reported them returned (an upper bound of the arrival).  Every read goes
+  into one preallocated buffer: before 2026-12-02 each was a `recv(1 MiB)`, for which glibc
+  maps and unmaps a fresh block (about 20 µs a read, against 2.6 µs), so the probe's own
+  reading of 100 or 1,000 streams made up most of the spreads it reported, the floor's
+  included.  B8: `split-window -d` (subprocess) in the observer's session, then
+  `kill-pane`, 60 ms of quiet before each; the spread is the last subscriber's `pane.added`
+  less the first's, in the same sample.  Its floor: `bench.fanout_floor`, an asyncio
+  process that only writes, to the same number of streams held by the same probe, one chunk
+  of the bytes a split wrote to each stream at that size (the median), by `transport.write`
+  and by `os.write`; "its writes" is the floor's own loop over the streams.  CPU per event
+  and subscriber: the daemon's CPU per event line with N subscribers less that with 1, over
+  N - 1.  B4: RSS with every stream connected and idle.  B9: SIGTERM to the daemon, a new
+  one started at once; every stream that ends reconnects with its `Last-Event-ID` (retrying
+  while nothing listens); the time is from the new process's spawn to the last stream's
+  snapshot of the new instance, with the CPU the new daemon and the probe (reading every
+  snapshot) used.  Its floor: `bench.fanout_floor --snapshot-bytes`, which answers every
+  connection with a line of the daemon's snapshot size and does nothing else, the same
+  number of streams connecting at once under the same probe; the ratio is the daemon's
+  delivery (from its first accepted reconnect to the last snapshot) over the floor's.
 """
 
 
