@@ -14,9 +14,13 @@ Commands:
   pane id), wait until every stream has its ``pane.added``, then the ``kill`` argv (with
   ``{pane}`` in it) and wait for every ``pane.removed``; answers the first and last arrival of
   each ``pane.added`` after the spawn, and the event lines and bytes one stream got.
-- ``hits {pattern, wait}``: answers ``{"armed": true}`` at once; then, when every stream
-  has read a line with ``pattern`` (or ``wait`` seconds passed), the time each did (None:
-  not).  B3 with many subscribers: the runner makes the change and reads its alternatives.
+- ``attach {argv}``: start a bare control client (``tmux -C attach ...``), read under the
+  same epoll; ``detach`` ends it.
+- ``hits {pattern, wait, control}``: answers ``{"armed": true}`` at once; then, when every
+  stream has read a line with ``pattern`` and the control client (with ``control``) a line
+  starting with ``control`` (or ``wait`` seconds passed), the time each did (None: not).
+  B3 with many subscribers: the runner makes the change; the control client is its
+  alternative in the observer's session.
 - ``storm {timeout}``: answers ``{"armed": true}`` at once; then every stream that ends is
   reopened with ``Last-Event-ID`` (retrying while nothing listens), until each has a snapshot
   of another daemon instance; answers when each got it, and what was refused.
@@ -26,6 +30,7 @@ Commands:
 from __future__ import annotations
 
 import json
+import os
 import resource
 import select
 import socket
@@ -191,11 +196,65 @@ class Sub:
             self.sock = None
 
 
+class Control:
+    """A bare control client (``tmux -C attach ...``) read under the same epoll as the
+    streams: B3's alternative, stamped by the same process and the same waits as the
+    subscribers it is compared with, so that neither side's time holds a wake-up of a
+    process the other does not need."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.fd = self.proc.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.buf = b""  # the start of a line still being read
+        self.pattern: bytes | None = None  # armed: the start of the line looked for
+        self.hit: float | None = None
+        self.ended = False
+        self.status = 0
+        self.ready = False
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def send(self, command: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self, now: float) -> None:
+        try:
+            data = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            return
+        if not data:
+            self.ended = True
+            return
+        *lines, self.buf = (self.buf + data).split(b"\n")
+        for line in lines:
+            if line == b"ready":
+                self.ready = True
+            if self.pattern is not None and line.startswith(self.pattern):
+                self.pattern, self.hit = None, now
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()  # tmux -C ends at the end of its input
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 class Probe:
     def __init__(self) -> None:
         self.subs: list[Sub] = []
         self.epoll = select.epoll()
-        self.by_fd: dict[int, Sub] = {}
+        self.by_fd: dict[int, Sub | Control] = {}
+        self.control: Control | None = None
 
     def _watch(self, sub: Sub) -> None:
         fd = sub.fileno()
@@ -221,8 +280,12 @@ class Probe:
             if sub is None:
                 continue
             sub.read(now)
-            if sub.ended:
-                ended.append(sub)
+            if not sub.ended:
+                continue
+            if sub is self.control:
+                raise RuntimeError("the control client ended")
+            assert isinstance(sub, Sub)
+            ended.append(sub)
         return ended
 
     def run_until(self, done: Any, timeout: float) -> bool:
@@ -269,15 +332,50 @@ class Probe:
             sub.flush(time.perf_counter())
         return ok
 
-    def hits(self, pattern: str, wait: float) -> dict[str, Any]:
-        """Arm every stream for ``pattern`` and say so at once; answer when each saw it."""
+    def attach(self, argv: list[str]) -> dict[str, Any]:
+        """Start the control client (``argv``), answer once it answers a command."""
+        if self.control is not None:
+            raise ValueError("a control client is attached already")
+        control = self.control = Control(argv)
+        self.by_fd[control.fd] = control
+        self.epoll.register(control.fd, select.EPOLLIN)
+        control.send("display-message -p ready")
+        if not self.run_until(lambda: control.ready, 30):
+            raise RuntimeError("the control client did not answer")
+        return {}
+
+    def detach(self) -> dict[str, Any]:
+        control, self.control = self.control, None
+        if control is not None:
+            self.epoll.unregister(control.fd)
+            self.by_fd.pop(control.fd, None)
+            control.close()
+        return {}
+
+    def hits(self, pattern: str, wait: float, control: str | None = None) -> dict[str, Any]:
+        """Arm every stream for ``pattern`` (and the control client for a line starting with
+        ``control``) and say so at once; answer when each saw it."""
         self._arm(pattern.encode())
+        peer = self.control if control is not None else None
+        if peer is not None and control is not None:
+            peer.pattern, peer.hit = control.encode(), None
+        elif control is not None:
+            raise ValueError("no control client is attached")
         print(json.dumps({"ok": True, "armed": True}), flush=True)
-        ok = self.run_until(lambda: all(s.pattern is None for s in self.subs), wait)
+        ok = self.run_until(
+            lambda: (
+                all(s.pattern is None for s in self.subs) and (peer is None or peer.pattern is None)
+            ),
+            wait,
+        )
         for sub in self.subs:
             sub.pattern = None
             sub.flush(time.perf_counter())
-        return {"hits": [s.hit for s in self.subs], "complete": ok}
+        answer: dict[str, Any] = {"hits": [s.hit for s in self.subs], "complete": ok}
+        if peer is not None:
+            answer["control"] = peer.hit
+            peer.pattern = None
+        return answer
 
     def changes(self, split: list[str], kill: list[str], k: int, gap_s: float) -> dict[str, Any]:
         first: list[float] = []
@@ -394,10 +492,15 @@ def main() -> int:
             elif kind == "changes":
                 result = probe.changes(cmd["split"], cmd["kill"], cmd["k"], cmd["gap_s"])
             elif kind == "hits":
-                result = probe.hits(cmd["pattern"], cmd["wait"])
+                result = probe.hits(cmd["pattern"], cmd["wait"], cmd.get("control"))
+            elif kind == "attach":
+                result = probe.attach(cmd["argv"])
+            elif kind == "detach":
+                result = probe.detach()
             elif kind == "storm":
                 result = probe.storm(cmd["timeout"])
             elif kind == "close":
+                probe.detach()
                 probe.close()
                 print(json.dumps({"ok": True}), flush=True)
                 return 0

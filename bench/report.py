@@ -563,12 +563,15 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
   (`-C attach -f no-output,ignore-size,read-only`) on the observer's session, its
   `%layout-change`; and a hook `window-layout-changed[9]` → `run-shell -b 'echo x > FIFO'`.
   The new pane is killed after every sample, and the next sample starts after 60 ms of quiet.
-  One subscriber is read by the bench's own process; 100 are held by `bench.fanout_probe`
-  (its own process, raw sockets under one epoll, the same monotonic clock), which takes for
-  every stream the time of the wait that reported its bytes.  Read as 100 asyncio protocols
-  in the bench's process (as before 2026-12-02), the last stream's time also held that
-  process's own reading of the other 99 (about 26 KiB each per change at 1,000 panes), some
-  8 ms in a traced run.
+  One subscriber is read by the bench's own process, with the control client; 100 are held
+  by `bench.fanout_probe` (its own process, raw sockets under one epoll, the same monotonic
+  clock), which takes for every stream the time of the wait that reported its bytes, and
+  which for those rows reads a second bare control client of its own under the same epoll:
+  that is the alternative they are compared with, so that neither side's time holds the
+  wake-up of a process the other does not need (on 2 busy cores, a few milliseconds at
+  1,000 panes).  Read as 100 asyncio protocols in the bench's process (as before
+  2026-12-01), the last stream's time also held that process's own reading of the other 99
+  (about 26 KiB each per change at 1,000 panes), some 8 ms in a traced run.
 - B5/B7: CPU from `/proc/<pid>/stat` (utime+stime). B7 splits and kills over a control
   connection (no client start-up), 40 ms apart, with the daemon waiting for its event of each
   change, and without the daemon; the difference, less the daemon's idle cost over the same

@@ -524,18 +524,22 @@ async def propagation(
 
     The subscribers are ``subs`` (in this process), or the streams ``held`` holds (many: one
     asyncio protocol per stream here would read 100 x 26 KiB per change at 1,000 panes, ten
-    milliseconds of this process's own work between the first stream's time and the last)."""
+    milliseconds of this process's own work between the first stream's time and the last).
+    With ``held`` the control client compared is the one ``held`` has attached (the same
+    process and waits as its streams), not ``cm``; ``cm`` says whether there is one."""
     wid = window.encode()
+    layout_change = b"%layout-change " + wid + b" "
     series: dict[str, list[float]] = {k: [] for k in ("first", "last", "cm", "hook", "cli")}
     misses = 0
     for _ in range(n):
         await bus.quiet(0.06)
         gate = Gate()
         if held is not None:
-            await held.job("hits", timeout=10, pattern='"pane.added"', wait=5.0)
+            control = layout_change.decode() if cm is not None else None
+            await held.job("hits", timeout=10, pattern='"pane.added"', wait=5.0, control=control)
         subs.arm(added, gate)
-        if cm is not None:
-            cm_tap.arm(lambda line: line.startswith(b"%layout-change " + wid + b" "), gate)
+        if cm is not None and held is None:
+            cm_tap.arm(lambda line: line.startswith(layout_change), gate)
         hook_tap.arm(lambda line: True, gate)
         t0 = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
@@ -552,8 +556,10 @@ async def propagation(
         for tap in (*subs.taps, cm_tap, hook_tap):
             tap.disarm()
         hits: list[float | None] = [t.hit for t in subs.taps]
+        cm_hit = cm_tap.hit
         if held is not None:
-            hits = (await held.answer(30))["hits"]
+            answer = await held.answer(30)
+            hits, cm_hit = answer["hits"], answer.get("control")
         if not ok or not hits or any(h is None for h in hits):
             misses += 1
         else:
@@ -561,8 +567,8 @@ async def propagation(
             series["first"].append(got[0])
             series["last"].append(max(got))
             series["cli"].append(t_cli - t0)
-            if cm is not None and cm_tap.hit is not None:
-                series["cm"].append(cm_tap.hit - t0)
+            if cm is not None and cm_hit is not None:
+                series["cm"].append(cm_hit - t0)
             if hook_tap.hit is not None:
                 series["hook"].append(hook_tap.hit - t0)
         gate = Gate()
@@ -600,14 +606,17 @@ async def propagation_rows(
     them).
 
     The alternatives measured next to the daemon: a bare control client attached to the
-    observer's session (it sees only its own session's ``%layout-change``) and a
-    ``run-shell -b`` hook (it fires for any session).  The rows are named
+    observer's session (it sees only its own session's ``%layout-change``; for many
+    subscribers, a second one that ``held`` reads with them) and a ``run-shell -b`` hook (it
+    fires for any session).  The rows are named
     ``B3 {attached|other} {count} {first|last|cm|hook|cli}``, which the report reads."""
     cm_tap, hook_tap = Tap(), Tap()
-    cm = await attach_control(
-        farm, targets.attached_session, "no-output,ignore-size,read-only", bus
-    )
+    flags = "no-output,ignore-size,read-only"
+    cm = await attach_control(farm, targets.attached_session, flags, bus)
     cm.on_line = cm_tap.see
+    # The same control client again, held by ``held`` for the rows of many subscribers.
+    control_argv = ("-C", "attach-session", "-t", targets.attached_session, "-f", flags)
+    attached = False
     try:
         with hook_fifo(farm, bus, hook_tap):
             for nsubs in sub_counts:
@@ -618,6 +627,9 @@ async def propagation_rows(
                         raise ValueError("more than one subscriber needs the streams' holder")
                     subs.close()
                     await held.job("connect", socket=daemon_socket, target=EVENTS, n=nsubs)
+                    if not attached:
+                        await held.job("attach", argv=farm.argv(*control_argv))
+                        attached = True
                 else:
                     await subs.connect(daemon_socket, nsubs - len(subs.streams))
                 for where, pane, window, peer in (
@@ -629,6 +641,8 @@ async def propagation_rows(
                         f"{where} {nsubs}", held if many else None,
                     )  # fmt: skip
     finally:
+        if attached and held is not None:
+            await held.job("detach", timeout=30)
         await cm.close()
 
 
