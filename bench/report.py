@@ -570,7 +570,7 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
   that is the alternative they are compared with, so that neither side's time holds the
   wake-up of a process the other does not need (on 2 busy cores, a few milliseconds at
   1,000 panes).  Read as 100 asyncio protocols in the bench's process (as before
-  2026-12-01), the last stream's time also held that process's own reading of the other 99
+  2026-12-02), the last stream's time also held that process's own reading of the other 99
   (about 26 KiB each per change at 1,000 panes), some 8 ms in a traced run.
 - B5/B7: CPU from `/proc/<pid>/stat` (utime+stime). B7 splits and kills over a control
   connection (no client start-up), 40 ms apart, with the daemon waiting for its event of each
