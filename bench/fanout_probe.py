@@ -213,11 +213,7 @@ class Control:
         self.pattern: bytes | None = None  # armed: the start of the line looked for
         self.hit: float | None = None
         self.ended = False
-        self.status = 0
         self.ready = False
-
-    def fileno(self) -> int:
-        return self.fd
 
     def send(self, command: str) -> None:
         assert self.proc.stdin is not None
@@ -355,12 +351,13 @@ class Probe:
     def hits(self, pattern: str, wait: float, control: str | None = None) -> dict[str, Any]:
         """Arm every stream for ``pattern`` (and the control client for a line starting with
         ``control``) and say so at once; answer when each saw it."""
-        self._arm(pattern.encode())
-        peer = self.control if control is not None else None
-        if peer is not None and control is not None:
+        peer = None
+        if control is not None:
+            peer = self.control
+            if peer is None:
+                raise ValueError("no control client is attached")
             peer.pattern, peer.hit = control.encode(), None
-        elif control is not None:
-            raise ValueError("no control client is attached")
+        self._arm(pattern.encode())
         print(json.dumps({"ok": True, "armed": True}), flush=True)
         ok = self.run_until(
             lambda: (
