@@ -233,12 +233,18 @@ def own_facts(pid: int) -> Own:
     return Own(stat, env_pane_of(stat, pid))
 
 
+def changing_fields(data: bytes) -> tuple[bytes, bytes]:
+    """Of a stat line's fields that identity reads, those that can change, as bytes: ppid
+    (field 4, when its parent ends) and tty_nr (field 7, after ``setsid``)."""
+    fields = data.rpartition(b")")[2].split(None, 5)
+    return fields[1], fields[4]
+
+
 def reread_stat(data: bytes, first: ProcStat) -> ProcStat:
     """A later stat line of the process ``first`` was read from: only the fields that can
-    change are parsed (ppid, when its parent ends; tty_nr, after ``setsid``), up to field 7
-    instead of 22."""
-    fields = data.rpartition(b")")[2].split(None, 5)
-    return ProcStat(first.pid, int(fields[1]), int(fields[4]), first.starttime)
+    change are parsed, up to field 7 instead of 22."""
+    ppid, tty_nr = changing_fields(data)
+    return ProcStat(first.pid, int(ppid), int(tty_nr), first.starttime)
 
 
 class PeerFacts:
@@ -251,16 +257,20 @@ class PeerFacts:
     (curl per turn) thus never holds a descriptor.  An open stat file is bound to the
     process, not to its number: once the process is gone the read fails (ESRCH), even if
     the number has been given to another, so a kept file never describes a stranger; and the
-    environment (``TMUX_PANE``), fixed for a process's life, is read once.  ``close`` when
-    the connection ends.
+    environment (``TMUX_PANE``), fixed for a process's life, is read once.  While the fields
+    that can change read the same bytes as last time, ``read`` returns the same ``Own``
+    object: equal facts, and a question made of them (``memo.Kept``) compares by identity.
+    ``close`` when the connection ends.
     """
 
-    __slots__ = ("_fd", "_first", "pid")
+    __slots__ = ("_fd", "_first", "_last", "_last_fields", "pid")
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self._fd: int | None = None
         self._first: Own | None = None
+        self._last_fields: tuple[bytes, bytes] | None = None
+        self._last: Own | None = None
 
     def read(self) -> Own:
         first = self._first
@@ -270,7 +280,13 @@ class PeerFacts:
         try:
             if self._fd is None:
                 return Own(self._keep(first.stat), first.env_pane)
-            return Own(reread_stat(os.pread(self._fd, 4096, 0), first.stat), first.env_pane)
+            data = os.pread(self._fd, 4096, 0)
+            fields = changing_fields(data)
+            if fields == self._last_fields and self._last is not None:
+                return self._last
+            self._last_fields = fields
+            self._last = own = Own(reread_stat(data, first.stat), first.env_pane)
+            return own
         except (OSError, ValueError, IndexError):
             return Own(None, first.env_pane)
 

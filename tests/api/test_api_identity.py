@@ -17,7 +17,8 @@ import pytest
 
 from tests.api.apitest import SPEC_LAYOUT, Api, curl, spec_state
 from tests.tmuxtest import wait_until
-from tmuxlocd.api import context_of
+from tmuxlocd.api import views
+from tmuxlocd.api.replies import Prepared, prepare_json
 from tmuxlocd.hub import Hub
 from tmuxlocd.identity import PeerFacts
 from tmuxlocd.observer import resolve_server
@@ -273,10 +274,19 @@ for target in iter(step.readline, ""):
 """
 
 
-async def test_an_unchanged_callers_answer_is_kept_and_never_stale(api: Api, hub: Hub) -> None:
+async def test_an_unchanged_callers_answer_is_kept_and_never_stale(
+    api: Api, hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same caller asking again about an unchanged model gets the same bytes (kept:
-    Context.answers); after a change, at once the new answer, never the kept one."""
+    the connection's memo.Kept); after a change, at once the new answer, never the kept one."""
     assert SETSID is not None
+    made: list[object] = []
+
+    def counted(value: object) -> Prepared:
+        made.append(value)
+        return prepare_json(value)
+
+    monkeypatch.setattr(views, "prepare_json", counted)
     with pty() as (slave, path):
         hub.update(spec_state(A, tty3=path))
         read_end, write_end = os.pipe()
@@ -306,13 +316,18 @@ async def test_an_unchanged_callers_answer_is_kept_and_never_stale(api: Api, hub
         try:
             first = await ask()
             assert first[0] == "200" and first[2]["location"]["window"]["layout"] != SPEC_LAYOUT
-            assert await ask() == first  # kept: the same answer
-            assert api.app is not None
-            ctx = context_of(api.app)
-            assert len(ctx.answers) == 1  # one question, answered once
+            assert len(made) == 1
+            assert await ask() == first  # kept: the same answer, not made again
+            assert await ask() == first
+            assert len(made) == 1
             hub.update(spec_state(A, tty3=path, layout=SPEC_LAYOUT))
             changed = await ask()
             assert changed[2]["location"]["window"]["layout"] == SPEC_LAYOUT
+            assert len(made) == 2
+            # Another query is another question; asking the first again after it is made anew
+            # (one answer is kept per connection) and equal to the last.
+            assert (await ask("/v1/self?neighbors=1"))[0] == "200" and len(made) == 3
+            assert await ask() == changed and len(made) == 4
             assert changed[1] != first[1]
             # The text form is its own question, with its own answer.
             os.write(write_end, b"/v1/self?format=text\n")

@@ -96,9 +96,12 @@ def _bind(ctx: Context, route: Route[Any]) -> Handler:
     decode = route.decoder.decode
     call = route.handler
     body = route.body
+    repeat = route.repeat
     empty: Mapping[str, str] = {}
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        if repeat is not None and (again := repeat(ctx, request)) is not None:
+            return again
         # Most questions carry no query at all: skip building aiohttp's query mapping.
         source: Mapping[str, str] = request.query if request.query_string else empty
         if body is not None:

@@ -16,9 +16,24 @@ from typing import Literal
 from aiohttp import web
 
 from tmuxlocd.api.errors import MAX_BODY, ApiError
+from tmuxlocd.api.replies import Prepared
 from tmuxlocd.identity import PeerFacts, peer_credentials
+from tmuxlocd.memo import Kept
 
 Listener = Literal["unix", "tcp"]
+
+
+class Peer:
+    """What is known of one connection: the kind of socket it came on and (Unix) the peer's
+    pid, both fixed when it was made (``SO_PEERCRED``); the reader of the peer's /proc
+    entries, once a question needs them; and its last ``/v1/self`` answer (``memo.Kept``)."""
+
+    __slots__ = ("facts", "kept", "listener")
+
+    def __init__(self, listener: tuple[Listener, int | None]) -> None:
+        self.listener = listener
+        self.facts: PeerFacts | None = None
+        self.kept: Kept[Prepared] | None = None
 
 
 class Guard:
@@ -29,32 +44,33 @@ class Guard:
         self.uid = os.getuid() if uid is None else uid
         # SO_PEERCRED is fixed when a connection is made, so it is read once per connection,
         # not once per request (a keep-alive client asks many times).
-        self._connections: weakref.WeakKeyDictionary[object, tuple[Listener, int | None]] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._facts: weakref.WeakKeyDictionary[object, PeerFacts] = weakref.WeakKeyDictionary()
+        self._peers: weakref.WeakKeyDictionary[object, Peer] = weakref.WeakKeyDictionary()
+
+    def peer(self, request: web.Request) -> Peer:
+        """The record of the connection the request came on (made on its first request)."""
+        transport = request.transport
+        known = self._peers.get(transport) if transport is not None else None
+        if known is None:
+            known = Peer(self._read_listener(request))
+            if transport is not None:
+                self._peers[transport] = known
+        return known
 
     def listener(self, request: web.Request) -> tuple[Listener, int | None]:
         """The kind of socket the request came on, and (Unix) the peer's pid."""
-        transport = request.transport
-        known = self._connections.get(transport) if transport is not None else None
-        if known is None:
-            known = self._read_listener(request)
-            if transport is not None:
-                self._connections[transport] = known
-        return known
+        return self.peer(request).listener
 
     def peer_facts(self, request: web.Request, pid: int) -> PeerFacts:
         """The reader of the peer's /proc entries kept for this connection (``PeerFacts``)."""
-        transport = request.transport
-        if transport is None:
-            return PeerFacts(pid)
-        facts = self._facts.get(transport)
+        peer = self.peer(request)
+        facts = peer.facts
         if facts is None:
-            facts = self._facts[transport] = PeerFacts(pid)
-            # aiohttp serves a connection's requests in one task, which ends with the
-            # connection: its kept file is closed then (a transport may outlive it in a cycle).
-            request.task.add_done_callback(lambda _task: facts.close())
+            facts = peer.facts = PeerFacts(pid)
+            if request.transport is not None:
+                # aiohttp serves a connection's requests in one task, which ends with the
+                # connection: its kept file is closed then (a transport may outlive it in a
+                # cycle).
+                request.task.add_done_callback(lambda _task: facts.close())
         return facts
 
     def _read_listener(self, request: web.Request) -> tuple[Listener, int | None]:

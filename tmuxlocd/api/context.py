@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tmuxlocd.api.auth import Guard
-from tmuxlocd.api.replies import Prepared
 from tmuxlocd.heap import Trimmer
 from tmuxlocd.hub import Hub
-from tmuxlocd.memo import Memo
 from tmuxlocd.streams import EventFrames, SnapshotFrames
 
 if TYPE_CHECKING:
@@ -38,6 +36,5 @@ class Context:
         self.streams: set[Stream] = set()
         self.frames = SnapshotFrames()  # snapshot frames shared by the streams of this app
         self.event_frames = EventFrames()  # and what the publisher writes to them directly
-        self.answers: Memo[Prepared] = Memo()  # GET /v1/self, per caller, per model version
         self.openapi: bytes | None = None  # the document, made on first request
         self.trimmer = Trimmer()  # heap back to the system after streams' bursts

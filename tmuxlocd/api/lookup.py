@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable
 from typing import Literal
 
 from aiohttp import web
@@ -12,9 +11,11 @@ from tmuxlocd import queries
 from tmuxlocd.answers import SelfAnswer
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError, ambiguous, sync_failed
+from tmuxlocd.api.replies import Prepared
 from tmuxlocd.errors import SyncFailed
 from tmuxlocd.identity import Own, identify
 from tmuxlocd.location import Location
+from tmuxlocd.memo import Kept
 from tmuxlocd.observer import resolve_server
 from tmuxlocd.queries import Selection
 
@@ -57,14 +58,15 @@ class Lookup:
             self._self = identify(self.hub, pid, accept_ancestor=self.accept_ancestor, known=own)
         return self._self
 
-    def self_question(self, *query: object) -> Hashable | None:
-        """What the answer of a caller in a pane depends on besides the model: its pid, its
-        tty, its TMUX_PANE, and the query.  None for a caller with no tty, whose answer
-        depends on its ancestors too (never kept)."""
-        pid, own = self.caller()
-        if own.stat is None or own.stat.tty_nr == 0:
-            return None
-        return (pid, own.stat.tty_nr, own.env_pane, self.accept_ancestor, *query)
+    def keep(self, version: int, ready: Prepared) -> None:
+        """Keeps ``ready`` as this connection's answer to this request's question, for
+        ``version`` of the model (``views.repeat_self`` serves it again)."""
+        _, own = self.caller()
+        peer = self.ctx.guard.peer(self.request)
+        if peer.kept is None:
+            peer.kept = Kept()
+        question = (own, self.request.query_string, self.request.headers.get("Accept"))
+        peer.kept.put(version, question, ready)
 
     def self_location(self) -> Location:
         answer = self.who()

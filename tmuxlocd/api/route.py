@@ -43,6 +43,8 @@ class Route(Generic[Q]):
     body: type[msgspec.Struct] | None = None  # JSON body; its fields override the query's
     etag: bool = False  # a snapshot answer: ETag, If-None-Match, 304
     allow_head: bool = True
+    # Called before the query is decoded: an answer kept for this exact request, or None.
+    repeat: Callable[[Context, web.Request], web.StreamResponse | None] | None = None
     decoder: QueryDecoder[Q] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -48,6 +48,7 @@ ROUTES: tuple[Route[Any], ...] = (
         ),
         errors=(503,),
         etag=True,
+        repeat=views.repeat_self,
     ),
     Route(
         "GET",

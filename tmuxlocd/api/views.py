@@ -54,16 +54,27 @@ log = logging.getLogger(__name__)
 _ACCEPTED = encoder.encode(Accepted())
 
 
+def repeat_self(ctx: Context, request: web.Request) -> web.StreamResponse | None:
+    """The answer this connection's caller got last time, when it asks the same again about
+    an unchanged model (``memo.Kept``); None otherwise.  The kernel's facts are read anew,
+    as for every question (its stat: a ``setsid`` or a new parent is seen at once), and the
+    question is compared before the query is even decoded: the same query string and
+    ``Accept`` header are the same question."""
+    peer = ctx.guard.peer(request)
+    kept, facts = peer.kept, peer.facts
+    if kept is None or facts is None:
+        return None
+    question = (facts.read(), request.query_string, request.headers.get("Accept"))
+    ready = kept.get(ctx.hub.version, question)
+    return None if ready is None else respond(request, ready)
+
+
 async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept)
     if q.fresh:
         await look.fresh(True)
     text = wants_text(request, q.format)
-    # A caller in a pane asking again, the model unchanged: the same bytes as last time.
     version = ctx.hub.version
-    question = look.self_question(text, q.turn, q.neighbors)
-    if question is not None and (kept := ctx.answers.get(version, question)) is not None:
-        return respond(request, kept)
     who = look.who()
     if not text:
         ready = prepare_json(who)
@@ -71,8 +82,10 @@ async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.Stre
         return web.Response(status=204)
     else:
         ready = prepare_text(who.location, q.turn, q.neighbors)
-    if question is not None and who.verified_by == "tty":
-        ctx.answers.put(version, question, ready)
+    if who.verified_by == "tty" and not q.fresh:
+        # Only a caller proven by its tty: its answer depends on the model and its own
+        # facts, nothing else (an ancestor's answer depends on its ancestors' too).
+        look.keep(version, ready)
     return respond(request, ready)
 
 
