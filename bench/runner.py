@@ -9,6 +9,7 @@ memory and CPU are measured from here.
 from __future__ import annotations
 
 import asyncio
+import compileall
 import contextlib
 import json
 import os
@@ -273,6 +274,15 @@ class ProbeLink:
             self._server.close()
 
 
+def compile_package() -> None:
+    """The bytecode of the daemon's own modules, written next to them (checked by mtime, so
+    cheap after the first call).  An installed daemon starts from its bytecode, and a checkout
+    does from its second start on, unless ``PYTHONDONTWRITEBYTECODE`` is set: then every start
+    compiles each module from source again, which no restart of an installed daemon pays
+    (a start at 1,000 panes, until ready: 0.54 to 0.63 s without the bytecode, 0.45 s with)."""
+    compileall.compile_dir(str(REPO / "tmuxlocd"), quiet=1)
+
+
 class Daemon:
     """``python -m tmuxlocd serve`` on one private server, as its own process."""
 
@@ -289,6 +299,7 @@ class Daemon:
         return self.proc.pid
 
     async def start(self, timeout: float = 120.0) -> None:
+        compile_package()
         errlog = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             self.proc = await asyncio.create_subprocess_exec(

@@ -164,7 +164,7 @@ class Hub:
         # The pane activity watcher (tmuxlocd.activity_watch), once the daemon made one.
         self.activity: ActivityWatcher | None = None
         # Moves with every applied re-sync and every server that goes or is forgotten: an
-        # answer computed at one version is the answer at that version (memo.Memo).
+        # answer computed at one version is the answer at that version (memo.Kept).
         self.version = 0
 
     # ------------------------------------------------------------------ ids

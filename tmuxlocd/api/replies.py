@@ -25,7 +25,7 @@ def _etag_matches(header: str, etag: str) -> bool:
 
 class Prepared(NamedTuple):
     """An answer's body, type and ETag: what a request needs besides its own headers (and
-    what may be kept for the next equal question: memo.Memo)."""
+    what may be kept for the next equal question: memo.Kept)."""
 
     body: bytes
     content_type: str
