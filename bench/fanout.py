@@ -375,8 +375,9 @@ METHOD = """\\
   `PYTHONDONTWRITEBYTECODE`, as on this machine, each start compiled its modules anew).  The
   probe scans each chunk for line ends where it was read and keeps only each line's first
   200 bytes: before 2026-12-02 it copied each snapshot byte about five times, and at 1,000
-  panes its reading (1.4 to 1.9 s of CPU) outweighed the daemon's writing.  Its floor: `bench.fanout_floor --snapshot-bytes`, which answers every
-  connection with a line of the daemon's snapshot size and does nothing else, the same
+  panes its reading (1.4 to 1.9 s of CPU) outweighed the daemon's writing.  Its floor:
+  `bench.fanout_floor --snapshot-bytes`, which answers every connection with a line of the
+  daemon's snapshot size and does nothing else, the same
   number of streams connecting at once under the same probe; the ratio is the daemon's
   delivery (from its first accepted reconnect to the last snapshot) over the floor's.
 """
