@@ -60,7 +60,6 @@ class Sub:
         self.sock: socket.socket | None = None
         self.raw = bytearray()  # the head, or a chunk's size line, until it ends
         self.line_head = bytearray()  # the first bytes of the event line being read
-        self.data_left = 0  # of the chunk being read, before its closing CRLF
         self.unparsed: list[bytes] = []  # read while measuring, parsed after
         self.tail = b""  # the end of the last read, for a pattern cut in two
         self.state = HEAD
@@ -138,7 +137,8 @@ class Sub:
         while at < n and not self.ended:
             if self.state == DATA:
                 take = min(self.need, n - at)
-                self._data(buf, at, at + take, now)
+                # ``need`` counts the chunk's closing CRLF too: no line end is looked for there.
+                self._data(buf, at, at + min(take, max(self.need - 2, 0)), now)
                 self.need -= take
                 at += take
                 if not self.need:
@@ -168,18 +168,16 @@ class Sub:
                 self.ended = True
                 return
             # The chunk's data, then its closing CRLF.
-            self.need, self.data_left, self.state = size + 2, size, DATA
+            self.need, self.state = size + 2, DATA
 
     def _data(self, buf: bytes | bytearray, start: int, stop: int, now: float) -> None:
-        """Bytes ``start:stop`` of a chunk: its data (up to ``data_left`` of them), then some
-        of its closing CRLF.  Events come as lines; a snapshot's may span chunks."""
-        data_stop = start + min(stop - start, self.data_left)
-        self.data_left -= data_stop - start
+        """Bytes ``start:stop`` of a chunk's data.  Events come as lines; a snapshot's may span
+        chunks."""
         at = start
         head = self.line_head
-        while at < data_stop:
-            eol = buf.find(b"\n", at, data_stop)
-            stop_line = data_stop if eol < 0 else eol
+        while at < stop:
+            eol = buf.find(b"\n", at, stop)
+            stop_line = stop if eol < 0 else eol
             if len(head) < LINE_HEAD:
                 head += buf[at : min(stop_line, at + LINE_HEAD - len(head))]
             if eol < 0:
