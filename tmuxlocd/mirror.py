@@ -414,8 +414,8 @@ class ServerMirror:
         """The ids of the window's panes in the model, in the model's order.
 
         Every split and kill of a window scans the whole server's panes for these, so the
-        scan is one list comprehension (12 µs at 1,000 panes): the generator under ``any``
-        and the dict comprehension it replaces took 80 µs, most of applying a window's rows."""
+        scan is one list comprehension: 12 µs at 1,000 panes, where a generator under
+        ``any`` or a dict comprehension of the rest takes about 40 µs each."""
         return [pane.id for pane in self.panes.values() if pane.window_id == window_id]
 
     def _replace_panes(self, window_id: str, panes: Sequence[Pane]) -> None:
