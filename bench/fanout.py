@@ -17,12 +17,24 @@ from dataclasses import dataclass
 from bench import procstat
 from bench.fanout_proc import ProbeProc
 from bench.report import Row
-from bench.runner import REPO, Daemon, Results, http_json, log, observer_session, pick_targets
+from bench.runner import (
+    REPO,
+    Daemon,
+    Results,
+    Targets,
+    http_json,
+    log,
+    observer_session,
+    pick_targets,
+)
 from bench.stats import fmt_bytes, fmt_ms, median, p99
 from bench.tmuxfarm import PANE_CMD, Farm, clean_env
 
 MB = 1_000_000
 TARGET = "/v1/events?format=ndjson"
+# B3's alternative in other sessions, as its rows have it set (bench.runner.hook_fifo): one
+# fork and shell of tmux's per layout change, here with nowhere to write.
+HOOK = "run-shell -b 'echo x >/dev/null 2>&1'"
 
 
 @dataclass(frozen=True)
@@ -116,6 +128,10 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
         await probe.stop()
     if plan.storm:
         await storm_floor(farm, plan, res)
+    # Last: it stops the daemon.
+    await split_floor(
+        farm, daemon, plan, res, targets, int(res.facts[f"B8 bytes per split@{panes}"])
+    )
 
 
 FLOOR_WRITES = ("transport", "send")
@@ -215,6 +231,70 @@ async def storm_floor(farm: Farm, plan: FanPlan, res: Results) -> None:
         await server.communicate()
 
 
+async def split_floor(
+    farm: Farm, daemon: Daemon, plan: FanPlan, res: Results, targets: Targets, size: int
+) -> None:
+    """The floor of B8 and B3 on a real split, with the daemon stopped: ``bench.fanout_floor``
+    writes ``size`` bytes to every stream as soon as its own control client reads the split's
+    ``%layout-change``.  The FIFO-triggered floor (``floor_spreads``) writes on a quiet
+    machine; this one writes, as the daemon must, while tmux is still busy with the split (its
+    fork of the new pane, the split's client, its other clients), on the same 2 cores.
+
+    The streams' probe attaches B3's alternative too (a bare control client, stamped in the
+    same sample).  First 100 streams with B3's ``run-shell -b`` hook set (B3's rows have it),
+    then each count of B8 without it (B8's rows have none)."""
+    panes = farm.total
+    await daemon.stop()
+    flags = "no-output,ignore-size,read-only"
+    control = farm.argv("-C", "attach-session", "-t", targets.attached_session, "-f", flags)
+    split = farm.argv(
+        "split-window", "-d", "-t", targets.attached_pane, "-P", "-F", "#{pane_id}", *PANE_CMD
+    )
+    kill = farm.argv("kill-pane", "-t", "{pane}")
+    pattern = f"%layout-change {targets.attached_window} "
+    sock, fifo = str(farm.dir / "floor-split.sock"), str(farm.dir / "floor-split.fifo")
+    server = await start_floor(
+        sock, fifo, "--line-bytes", str(max(size - 8, 100)), "--control-argv", json.dumps(control)
+    )
+    probe = ProbeProc()
+    runs = [(plan.counts[1], True)] + [(count, False) for count in plan.counts[1:]]
+    try:
+        await probe.start()
+        await probe.job("attach", argv=control)
+        held = 0
+        for count, hook in runs:
+            log(f"{panes} panes: the floor on the split, {count} subscriber(s), hook {hook}")
+            await probe.job("connect", socket=sock, target=TARGET, n=count - held)
+            held = count
+            if hook:
+                farm.run("set-hook", "-g", "window-layout-changed[9]", HOOK)
+            try:
+                out = await probe.job(
+                    "changes",
+                    split=split,
+                    kill=kill,
+                    k=plan.changes,
+                    gap_s=plan.gap_s,
+                    control=pattern,
+                )
+            finally:
+                if hook:
+                    farm.run("set-hook", "-gu", "window-layout-changed[9]", check=False)
+            name = f"B3 floor attached {count}" if hook else f"B8 split floor {count}"
+            res.add(f"{name} first", panes, out["first"])
+            res.add(f"{name} last", panes, out["last"])
+            res.add(f"{name} cm", panes, out["control"])
+            spread = [b - a for a, b in zip(out["first"], out["last"], strict=True)]
+            res.add(f"{name} spread", panes, spread)
+            if out["misses"]:
+                res.misses.append(f"{name} at {panes} panes: {out['misses']} timed out")
+    finally:
+        await probe.stop()
+        if server.returncode is None:
+            server.terminate()
+        await server.communicate()
+
+
 def rows(res: Results) -> list[Row]:
     """The goal rows of B8, B4 at 1,000 subscribers and B9."""
     out: list[Row] = []
@@ -225,7 +305,7 @@ def rows(res: Results) -> list[Row]:
             for name in res.series
             if name.endswith(" spread")
             and name.startswith("B8 ")
-            and not name.startswith("B8 floor ")
+            and not name.startswith(("B8 floor ", "B8 split floor "))
             and p in res.series[name]
         )
         base = res.facts.get(f"B8 cpu per event@{p}/{counts[0]}") if counts else None
@@ -236,7 +316,9 @@ def rows(res: Results) -> list[Row]:
                 continue
             goal_ms = 1.0 if n <= 100 else 10.0
             floors = {how: res.get(f"B8 floor {how} {n} spread", p) for how in FLOOR_WRITES}
-            floor = floors["transport"]
+            # The fair floor: written on the split itself, while tmux still works on it.
+            on_split = res.get(f"B8 split floor {n} spread", p)
+            floor = on_split or floors["transport"]
             out.append(
                 Row(
                     "B8",
@@ -246,6 +328,14 @@ def rows(res: Results) -> list[Row]:
                     fmt_ms(p99(spread)),
                     "; ".join(
                         [f"first after the split's spawn {fmt_ms(median(first))}"]
+                        + (
+                            [
+                                "floor on the split (written on its %layout-change, tmux "
+                                + f"still busy) {fmt_ms(median(on_split))}"
+                            ]
+                            if on_split
+                            else []
+                        )
                         + [
                             f"floor ({how}) {fmt_ms(median(values))}, its writes "
                             f"{fmt_ms(median(res.get(f'B8 floor {how} {n} loop', p) or [0.0]))}"

@@ -15,12 +15,18 @@ descriptor (nothing of asyncio at all).
 It prints ``ready`` once listening, and on SIGTERM one JSON line: the number of streams and
 the seconds of each publication's loop of writes (the writer's share of the spread).
 
+With ``--control-argv JSON`` (a tmux control client's argv) it publishes on tmux's own word
+instead: each ``%layout-change`` that client reads is a ``pane.added`` when the window has more
+panes than at its last layout change (or it is the window's first), a ``pane.removed`` when
+fewer.  That is the floor of a publication made while tmux is still busy with the split (its
+fork of the new pane, its other clients): the daemon publishes then too, on the same 2 cores.
+
 With ``--snapshot-bytes N`` the snapshot each connection starts with is a line of N bytes:
 B9's floor, what delivering the daemon's snapshots to every subscriber that reconnects after
 a restart costs this machine with nothing else done (no model, no HTTP parsing, no identity).
 
     python -m bench.fanout_floor --path SOCKET --fifo FIFO [--write transport|send]
-        [--snapshot-bytes N]
+        [--snapshot-bytes N] [--control-argv JSON]
 """
 
 from __future__ import annotations
@@ -30,8 +36,11 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
+import subprocess
 import time
+from collections.abc import Callable
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nCache-Control: no-cache\r\n"
@@ -47,6 +56,42 @@ def event_line(kind: str, seq: int, size: int) -> bytes:
     head = f'{{"type":"{kind}","id":"floor:{seq}","pad":"'.encode()
     tail = b'"}\n'
     return head + b"x" * max(0, size - len(head) - len(tail)) + tail
+
+
+# A layout's leaf cells (``WxH,X,Y,ID``); a split cell's fourth field is a ``{`` or ``[``.
+LEAF = re.compile(rb"\d+x\d+,\d+,\d+,\d+")
+
+
+def layout_kind(line: bytes, panes_of: dict[bytes, int]) -> str | None:
+    """What a control client's ``%layout-change @W LAYOUT ...`` line tells of its window:
+    ``pane.added`` / ``pane.removed`` by its count of panes against the last (None: not such
+    a line, or the same count)."""
+    parts = line.split(b" ")
+    if len(parts) < 3 or parts[0] != b"%layout-change":
+        return None
+    count = len(LEAF.findall(parts[2]))
+    before = panes_of.get(parts[1])
+    panes_of[parts[1]] = count
+    if before is None or count > before:
+        return "pane.added"
+    return "pane.removed" if count < before else None
+
+
+class Lines(asyncio.SubprocessProtocol):
+    """A child's output, line by line, straight from the loop's read callback (no task)."""
+
+    def __init__(self, on_line: Callable[[bytes], None]) -> None:
+        self.on_line = on_line
+        self.partial = b""
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        for line in lines:
+            self.on_line(line)
 
 
 class Stream(asyncio.Protocol):
@@ -76,7 +121,9 @@ class Stream(asyncio.Protocol):
         self.transport = None
 
 
-async def serve(path: str, fifo: str, how: str, size: int, snapshot_bytes: int) -> None:
+async def serve(
+    path: str, fifo: str, how: str, size: int, snapshot_bytes: int, control: list[str] | None
+) -> None:
     loop = asyncio.get_running_loop()
     streams: list[Stream] = []
     # One snapshot for all, as the daemon shares one frame among the streams of a selection.
@@ -93,26 +140,56 @@ async def serve(path: str, fifo: str, how: str, size: int, snapshot_bytes: int) 
     pending = b""
     loops: list[tuple[int, float]] = []  # (streams, seconds) of each publication's writes
 
+    def send(kind: str) -> None:
+        nonlocal seq
+        seq += 1
+        data = chunk(event_line(kind, seq, size))
+        began = time.perf_counter()
+        if how == "send":
+            for stream in streams:
+                with contextlib.suppress(OSError):
+                    os.write(stream.fd, data)
+        else:
+            for stream in streams:
+                if stream.transport is not None:
+                    stream.transport.write(data)
+        loops.append((len(streams), time.perf_counter() - began))
+
     def publish() -> None:
-        nonlocal seq, pending
+        nonlocal pending
         pending += os.read(fd, 4096)
         *words, pending = pending.split(b"\n")
         for word in words:
-            seq += 1
-            kind = "pane.added" if word.strip() == b"added" else "pane.removed"
-            data = chunk(event_line(kind, seq, size))
-            began = time.perf_counter()
-            if how == "send":
-                for stream in streams:
-                    with contextlib.suppress(OSError):
-                        os.write(stream.fd, data)
-            else:
-                for stream in streams:
-                    if stream.transport is not None:
-                        stream.transport.write(data)
-            loops.append((len(streams), time.perf_counter() - began))
+            send("pane.added" if word.strip() == b"added" else "pane.removed")
 
     loop.add_reader(fd, publish)
+    tmux: asyncio.SubprocessTransport | None = None
+    tmux_in: asyncio.BaseTransport | None = None
+    lines: Lines | None = None
+    if control is not None:
+        # Ready once tmux answers a command through it: it is attached, and sees what follows.
+        attached = asyncio.Event()
+        panes_of: dict[bytes, int] = {}
+
+        def on_line(line: bytes) -> None:
+            if line == b"floor-attached":
+                attached.set()
+            kind = layout_kind(line, panes_of)
+            if kind is not None:
+                send(kind)
+
+        tmux, lines = await loop.subprocess_exec(
+            lambda: Lines(on_line),
+            *control,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        tmux_in = tmux.get_pipe_transport(0)
+        assert isinstance(tmux_in, asyncio.WriteTransport)
+        tmux_in.write(b"display-message -p floor-attached\n")
+        async with asyncio.timeout(30):
+            await attached.wait()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -121,6 +198,12 @@ async def serve(path: str, fifo: str, how: str, size: int, snapshot_bytes: int) 
     print(json.dumps({"loops": loops}), flush=True)
     loop.remove_reader(fd)
     os.close(fd)
+    if tmux is not None and tmux_in is not None and lines is not None:
+        tmux_in.close()  # tmux -C ends at the end of its input
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(10):
+                await lines.exited.wait()
+        tmux.close()
     server.close()
     for stream in streams:
         if stream.transport is not None:
@@ -134,8 +217,18 @@ def main() -> None:
     parser.add_argument("--write", choices=("transport", "send"), default="transport")
     parser.add_argument("--line-bytes", type=int, default=1000)
     parser.add_argument("--snapshot-bytes", type=int, default=200)
+    parser.add_argument("--control-argv", type=json.loads, default=None)
     args = parser.parse_args()
-    asyncio.run(serve(args.path, args.fifo, args.write, args.line_bytes, args.snapshot_bytes))
+    asyncio.run(
+        serve(
+            args.path,
+            args.fifo,
+            args.write,
+            args.line_bytes,
+            args.snapshot_bytes,
+            args.control_argv,
+        )
+    )
 
 
 if __name__ == "__main__":

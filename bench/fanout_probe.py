@@ -383,9 +383,18 @@ class Probe:
             peer.pattern = None
         return answer
 
-    def changes(self, split: list[str], kill: list[str], k: int, gap_s: float) -> dict[str, Any]:
+    def changes(
+        self, split: list[str], kill: list[str], k: int, gap_s: float, control: str | None = None
+    ) -> dict[str, Any]:
+        """``k`` splits (each followed by its kill): the first and the last stream's time of
+        each split's ``pane.added`` after its spawn, and with ``control`` the attached control
+        client's time of its line starting so (B3's alternative, in the same sample)."""
         first: list[float] = []
         last: list[float] = []
+        seen: list[float] = []
+        peer = self.control
+        if control is not None and peer is None:
+            raise ValueError("no control client is attached")
         misses = 0
         lines0, bytes0 = self.subs[0].lines, self.subs[0].received
         split_bytes: list[int] = []
@@ -395,10 +404,18 @@ class Probe:
             while time.perf_counter() < quiet_until:
                 self.poll(max(quiet_until - time.perf_counter(), 0))
             self._arm(b'"pane.added"')
+            if control is not None and peer is not None:
+                peer.pattern, peer.hit = control.encode(), None
             before = self.subs[0].received
             t0 = time.perf_counter()
             proc = subprocess.Popen(split, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            ok = self.run_until(lambda: all(s.pattern is None for s in self.subs), 10)
+            ok = self.run_until(
+                lambda: (
+                    all(s.pattern is None for s in self.subs)
+                    and (control is None or peer is None or peer.pattern is None)
+                ),
+                10,
+            )
             for sub in self.subs:
                 sub.pattern = None
                 sub.flush(time.perf_counter())
@@ -409,6 +426,8 @@ class Probe:
             if ok and len(hits) == len(self.subs):
                 first.append(min(hits) - t0)
                 last.append(max(hits) - t0)
+                if control is not None and peer is not None and peer.hit is not None:
+                    seen.append(peer.hit - t0)
             else:
                 misses += 1
             pane = out.decode().strip()
@@ -424,6 +443,7 @@ class Probe:
             "lines": self.subs[0].lines - lines0,
             "bytes": self.subs[0].received - bytes0,
             "split_bytes": split_bytes,
+            "control": seen,
         }
 
     def storm(self, timeout: float) -> dict[str, Any]:
@@ -496,7 +516,9 @@ def main() -> int:
             if kind == "connect":
                 result = probe.connect(cmd["socket"], cmd["target"], cmd["n"])
             elif kind == "changes":
-                result = probe.changes(cmd["split"], cmd["kill"], cmd["k"], cmd["gap_s"])
+                result = probe.changes(
+                    cmd["split"], cmd["kill"], cmd["k"], cmd["gap_s"], cmd.get("control")
+                )
             elif kind == "hits":
                 result = probe.hits(cmd["pattern"], cmd["wait"], cmd.get("control"))
             elif kind == "attach":

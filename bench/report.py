@@ -245,6 +245,27 @@ def build_rows(res: Results) -> list[Row]:
                         ok,
                     )
                 )
+                floor, floor_alt = (
+                    series(f"B3 floor {where} {nsubs_key} last", p),
+                    series(f"B3 floor {where} {nsubs_key} cm", p),
+                )
+                if floor and floor_alt:
+                    # bench.fanout.split_floor: the daemon stopped, a process that only writes
+                    # the split's bytes to as many streams on its control client's word.
+                    add(
+                        Row(
+                            "B3",
+                            f"… the floor: a process that only writes the same bytes to "
+                            f"{nsubs_key} streams on its control client's %layout-change",
+                            str(p),
+                            fmt_ms(median(floor)),
+                            fmt_ms(p99(floor)),
+                            f"{alt_name} {fmt_ms(median(floor_alt))} (same samples)",
+                            f"{(median(floor) - median(floor_alt)) * 1000:+.2f} ms",
+                            "",
+                            None,
+                        )
+                    )
                 if nsubs_key > 1:
                     first = series(f"{label} first", p)
                     if first:
