@@ -155,6 +155,9 @@ class Hub:
         self.journal = Journal(secrets.token_hex(4), ring_size=ring_size)
         self.servers: dict[str, ServerEntry] = {}
         self.subscribers: set[Subscriber] = set()
+        # The same subscribers by admission key (Hub.subscribe's ``key``; one without a key
+        # is a group of its own), each group in the order it subscribed.
+        self._groups: dict[Hashable, dict[Subscriber, None]] = {}
         self.started = time.monotonic()
         self._clock = clock
         self._rdev_cache: dict[str, int] = {}
@@ -250,17 +253,24 @@ class Hub:
         out = self.journal.stamp(events, self._clock())
         if out:
             # The whole publication at once: a stream written directly gets it in one write.
-            # Subscribers with one key admit the same items: one of them decides, and all of
-            # them get the same list (its bytes are shared too: streams.EventFrames).
-            admitted: dict[Hashable, list[Published]] = {}
-            for sub in self.subscribers:
-                if sub.key is None:
-                    sub.offer(sub.admit(out))
+            # Subscribers with one key admit the same items: the first of each group decides
+            # for all of them (one filter pass per selection, none per stream), and they all
+            # get the same list (its bytes are shared too: streams.EventFrames).  Copies:
+            # nothing a write does may change what is being iterated.
+            for group in list(self._groups.values()):
+                members = tuple(group)
+                admitted = members[0].admit(out)
+                if not admitted:
                     continue
-                mine = admitted.get(sub.key)
-                if mine is None:
-                    mine = admitted[sub.key] = sub.admit(out)
-                sub.offer(mine)
+                for sub in members:
+                    # A sink is set only while nothing is queued and the subscriber is
+                    # neither lagged nor closed (``Subscriber``): its write needs no check.
+                    sink = sub.sink
+                    if sink is not None:
+                        if sink(admitted):
+                            continue
+                        sub.sink = None
+                    sub.offer(admitted)
         return out
 
     def since(self, seq: int) -> list[Published]:
@@ -280,12 +290,19 @@ class Hub:
         """A subscriber of every later publication; ``key``: subscribers with equal keys
         have predicates that admit the same events (None: its own)."""
         sub = Subscriber(self, predicate, maxsize, key)
+        group_key: Hashable = sub if key is None else key
         self.subscribers.add(sub)
+        self._groups.setdefault(group_key, {})[sub] = None
         try:
             yield sub
         finally:
             sub.close()
             self.subscribers.discard(sub)
+            group = self._groups.get(group_key)
+            if group is not None:
+                group.pop(sub, None)
+                if not group:
+                    del self._groups[group_key]
 
     def close_subscribers(self) -> None:
         for sub in list(self.subscribers):

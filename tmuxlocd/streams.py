@@ -187,8 +187,19 @@ class EventFrames:
         # (the list is kept with its bytes, so its id cannot be another's meanwhile).
         self._lists: dict[tuple[str, int], tuple[list[Published], bytes]] = {}
         self._newest = 0
+        # The last answer: a publication is asked for by every stream of a selection in a
+        # row (1,000 streams of one selection, one lookup each), so this is the usual hit.
+        self._last: tuple[list[Published], str, bytes] | None = None
 
     def chunk(self, items: list[Published], fmt: StreamFormat) -> bytes:
+        last = self._last
+        if last is not None and last[0] is items and last[1] == fmt:
+            return last[2]
+        data = self._chunk(items, fmt)
+        self._last = (items, fmt, data)
+        return data
+
+    def _chunk(self, items: list[Published], fmt: StreamFormat) -> bytes:
         if items[-1].seq > self._newest:
             self._chunks.clear()
             self._lists.clear()

@@ -37,6 +37,7 @@ def test_a_run_of_events_is_one_chunk_encoded_once_per_format() -> None:
         i.event.id for i in items
     ]
     sse = dechunk(frames.chunk(items, "sse"))
+    assert frames.chunk(items, "ndjson") is nd  # the last answer was another format's
     assert sse.startswith(f"id: {items[0].event.id}\nevent: pane.changed\ndata: ".encode())
     # a part of the run is its own chunk, not a slice of another's
     assert dechunk(frames.chunk(items[1:], "ndjson")) == items[1].json + b"\n" + b"".join(
@@ -108,6 +109,46 @@ def test_subscribers_of_one_key_are_admitted_once_and_share_the_list() -> None:
             len(got) == 2 and got[0] is got[1] and [i.seq for i in got[0]] == [i.seq for i in items]
         )
         assert not a.queue and not b.queue
+
+
+def test_the_first_subscriber_of_a_key_decides_and_leaving_ends_its_say() -> None:
+    hub = Hub()
+    state = captured()
+    hub.update(state)
+    asked: list[str] = []
+
+    def admits(who: str) -> Callable[[object], bool]:
+        def admit(_event: object) -> bool:
+            asked.append(who)
+            return True
+
+        return admit
+
+    got: dict[str, int] = {}
+
+    def sink(who: str) -> Callable[[list[Published]], bool]:
+        def write(items: list[Published]) -> bool:
+            got[who] = got.get(who, 0) + len(items)
+            return True
+
+        return write
+
+    with hub.subscribe(admits("a"), key="k") as a:
+        a.sink = sink("a")
+        with hub.subscribe(admits("b"), key="k") as b:
+            b.sink = sink("b")
+            items = hub.update(resized(state, "%2", 100))
+            assert set(asked) == {"a"} and got == {"a": len(items), "b": len(items)}
+        asked.clear()
+        hub.update(resized(state, "%2", 110))
+        assert set(asked) == {"a"} and got["b"] == len(items)  # b left: nothing more
+    # Everyone of the key left: a newcomer of that key decides for itself.
+    asked.clear()
+    with hub.subscribe(admits("c"), key="k") as c:
+        c.sink = sink("c")
+        later = hub.update(resized(state, "%2", 120))
+        assert set(asked) == {"c"} and got["c"] == len(later)
+    assert not hub.subscribers
 
 
 def test_a_declining_sink_leaves_this_and_later_publications_to_the_queue() -> None:

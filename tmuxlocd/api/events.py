@@ -110,6 +110,11 @@ class Stream(StreamCore):
             return False
         if protocol.writing_paused:
             return False
+        if not self.scoped and items[0].seq > self.last_seq:
+            # (``take``'s answer for a selection that is not scoped, without the call.)
+            self.last_seq = items[-1].seq
+            transport.write(self.event_frames.chunk(items, self.fmt))
+            return True
         told = self.take(items)
         if told:
             transport.write(self.event_frames.chunk(told, self.fmt))
