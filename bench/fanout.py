@@ -444,32 +444,39 @@ def rows(res: Results) -> list[Row]:
 __all__ = ["METHOD", "FanPlan", "measure", "rows"]
 
 METHOD = """\\
-- B8/B4/B9 (`bench.fanout`): the subscribers are held by `bench.fanout_probe`, one process
-  with raw non-blocking sockets under one epoll, each stream's bytes stamped with the time
-  the wait that reported them returned (an upper bound of the arrival).  Every read goes
-  into one preallocated buffer: before 2026-12-02 each was a `recv(1 MiB)`, for which glibc
-  maps and unmaps a fresh block (about 20 µs a read, against 2.6 µs), so the probe's own
-  reading of 100 or 1,000 streams made up most of the spreads it reported, the floor's
-  included.  B8: `split-window -d` (subprocess) in the observer's session, then
-  `kill-pane`, 60 ms of quiet before each; the spread is the last subscriber's `pane.added`
-  less the first's, in the same sample.  Its floor: `bench.fanout_floor`, an asyncio
-  process that only writes, to the same number of streams held by the same probe, one chunk
-  of the bytes a split wrote to each stream at that size (the median), by `transport.write`
-  and by `os.write`; "its writes" is the floor's own loop over the streams.  CPU per event
-  and subscriber: the daemon's CPU per event line with N subscribers less that with 1, over
-  N - 1.  B4: RSS with every stream connected and idle.  B9: SIGTERM to the daemon, a new
-  one started at once; every stream that ends reconnects with its `Last-Event-ID` (retrying
-  while nothing listens); the time is from the new process's spawn to the last stream's
-  snapshot of the new instance, with the CPU the new daemon and the probe (reading every
-  snapshot) used.  The daemon starts from its bytecode, as an installed one does (with
-  `PYTHONDONTWRITEBYTECODE`, as on this machine, each start compiled its modules anew).  The
-  probe scans each chunk for line ends where it was read and keeps only each line's first
-  200 bytes: before 2026-12-02 it copied each snapshot byte about five times, and at 1,000
-  panes its reading (1.4 to 1.9 s of CPU) outweighed the daemon's writing.  Its floor:
-  `bench.fanout_floor --snapshot-bytes`, which answers every connection with a line of the
-  daemon's snapshot size and does nothing else, the same
-  number of streams connecting at once under the same probe; the ratio is the daemon's
-  delivery (from its first accepted reconnect to the last snapshot) over the floor's.
+- B8/B4/B9 (`bench.fanout`): the subscribers are held by `bench.fanout_probe`, one process with
+  raw non-blocking sockets under one epoll, each stream's bytes stamped with the time the wait
+  that reported them returned (an upper bound of the arrival).  Every read goes into one
+  preallocated buffer: before 2026-12-02 each was a `recv(1 MiB)`, for which glibc maps and unmaps
+  a fresh block (about 20 µs a read, against 2.6 µs), so the probe's own reading of 100 or 1,000
+  streams made up most of the spreads it reported, the floor's included.  B8: `split-window -d`
+  (subprocess) in the observer's session, then `kill-pane`, 60 ms of quiet before each; the spread
+  is the last subscriber's `pane.added` less the first's, in the same sample.  Its floor:
+  `bench.fanout_floor`, an asyncio process that only writes, to the same number of streams held by
+  the same probe, one chunk of the bytes a split wrote to each stream at that size (the median),
+  by `transport.write` and by `os.write`; "its writes" is the floor's own loop over the streams.
+  That floor writes on a FIFO's word, on a quiet machine; the daemon writes while tmux is still
+  busy with the split (the new pane's fork, the split's own client, its other clients), on the
+  same 2 cores.  So since 2026-12-02 the ratio is taken against the floor on the split: after
+  every other row of the size, with the daemon stopped, `bench.fanout_floor --control-argv` writes
+  the same bytes to the same number of streams as soon as its own control client (attached to the
+  observer's session, as the daemon's is) reads the split's `%layout-change`, for the same splits
+  and kills.  The same run with 100 streams and B3's `run-shell -b` hook set gives B3's floor row:
+  the last of the 100 streams less a bare control client's `%layout-change`, both stamped by the
+  probe in the same sample. CPU per event and subscriber: the daemon's CPU per event line with N
+  subscribers less that with 1, over N - 1.  B4: RSS with every stream connected and idle.  B9:
+  SIGTERM to the daemon, a new one started at once; every stream that ends reconnects with its
+  `Last-Event-ID` (retrying while nothing listens); the time is from the new process's spawn to
+  the last stream's snapshot of the new instance, with the CPU the new daemon and the probe
+  (reading every snapshot) used.  The daemon starts from its bytecode, as an installed one does
+  (with `PYTHONDONTWRITEBYTECODE`, as on this machine, each start compiled its modules anew).  The
+  probe scans each chunk for line ends where it was read and keeps only each line's first 200
+  bytes: before 2026-12-02 it copied each snapshot byte about five times, and at 1,000 panes its
+  reading (1.4 to 1.9 s of CPU) outweighed the daemon's writing.  Its floor: `bench.fanout_floor
+  --snapshot-bytes`, which answers every connection with a line of the daemon's snapshot size and
+  does nothing else, the same number of streams connecting at once under the same probe; the ratio
+  is the daemon's delivery (from its first accepted reconnect to the last snapshot) over the
+  floor's.
 """
 
 

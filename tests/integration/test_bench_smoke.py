@@ -44,5 +44,8 @@ def test_quick_run_writes_a_table(tmp_path: Path) -> None:
     for figure in ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "A1", "A2", "A3", "A4"):
         assert f"| {figure} |" in text, f"no {figure} row in:\n{text}"
     assert "tmux 3" in text and "cores" in text
+    # The floors on a real split (bench.fanout.split_floor): B3's row and B8's comparison.
+    assert "| B3 | … the floor: a process that only writes" in text
+    assert "floor on the split (written on its %layout-change" in text
     after = recorded.stat().st_mtime_ns if recorded.exists() else None
     assert after == before, "the quick run must not overwrite bench/RESULTS.md"
