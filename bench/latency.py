@@ -36,6 +36,7 @@ from bench.runner import (
     Targets,
     add_cost,
     costs_without_daemon,
+    hook_floor,
     idle_cpu,
     log,
     observer_session,
@@ -89,6 +90,7 @@ async def measure_size(
         if b7:
             await costs_without_daemon(farm, bus, first, plan, res)
         await query_floor(farm, bus, first, plan.props(panes), res)
+        await hook_floor(farm, bus, first, plan.props(panes), res)
         daemon = Daemon(farm)
         await daemon.start()
         attached = observer_session(farm, daemon)
@@ -176,6 +178,13 @@ async def query_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Resul
     res.add("B3 floor query answered", farm.total, answered)
 
 
+def hook_gaps(res: Results, panes: int) -> list[float]:
+    """Per split, the hook's rows after the control client's ``%layout-change`` (hook_floor)."""
+    lc = res.get("B3 floor hook layout-change", panes)
+    rows = res.get("B3 floor hook rows", panes)
+    return [b - a for a, b in zip(lc, rows, strict=True)] if lc and rows else []
+
+
 async def run_version(tmux: str, plan: Plan, rounds: int) -> Results:
     """Every size, ``rounds`` times, on one tmux binary."""
     res = Results()
@@ -237,6 +246,18 @@ def section(res: Results) -> str:
         if lc and answered:
             gaps = [b - a for a, b in zip(lc, answered, strict=True)]
             floors.append(f"{p} panes +{fmt_ms(median(gaps))} (n={len(gaps)})")
+    hooks = []
+    for p in res.facts.get("sizes", []):
+        gaps = hook_gaps(res, p)
+        if gaps:
+            hooks.append(f"{p} panes {median(gaps) * 1000:+.2f} ms (n={len(gaps)})")
+    if hooks:
+        parts += [
+            "tmux alone, before the daemon starts: the daemon's own hooks hand a split's rows "
+            "to a bare control client attached to its session (3.4+: their `%message` on it) "
+            "after its `%layout-change` by: " + "; ".join(hooks) + ".",
+            "",
+        ]
     if floors:
         parts += [
             "tmux alone, before the daemon starts: a bare control client's `list-panes -t @W` "

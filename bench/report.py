@@ -245,6 +245,28 @@ def build_rows(res: Results) -> list[Row]:
                         ok,
                     )
                 )
+                hook_lc, hook_rows = (
+                    series("B3 floor hook layout-change", p),
+                    series("B3 floor hook rows", p),
+                )
+                if where == "attached" and nsubs_key == 1 and hook_lc and hook_rows:
+                    # bench.runner.hook_floor: before the daemon starts, tmux alone with the
+                    # daemon's own hooks (and, on 3.3, its own waiter client).
+                    gaps = [b - a for a, b in zip(hook_lc, hook_rows, strict=True)]
+                    add(
+                        Row(
+                            "B3",
+                            "… tmux alone: the daemon's hooks hand the split's rows (3.3: through "
+                            "its waiter client; 3.4+: a %message), no daemon running",
+                            str(p),
+                            fmt_ms(median(hook_rows)),
+                            fmt_ms(p99(hook_rows)),
+                            f"{alt_name} {fmt_ms(median(hook_lc))} (same samples)",
+                            f"{median(gaps) * 1000:+.2f} ms",
+                            "",
+                            None,
+                        )
+                    )
                 floor, floor_alt = (
                     series(f"B3 floor {where} {nsubs_key} last", p),
                     series(f"B3 floor {where} {nsubs_key} cm", p),
@@ -592,7 +614,14 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
   wake-up of a process the other does not need (on 2 busy cores, a few milliseconds at
   1,000 panes).  Read as 100 asyncio protocols in the bench's process (as before
   2026-12-02), the last stream's time also held that process's own reading of the other 99
-  (about 26 KiB each per change at 1,000 panes), some 8 ms in a traced run.
+  (about 26 KiB each per change at 1,000 panes), some 8 ms in a traced run.  Two floors
+  (since 2026-12-02), each against a bare control client's `%layout-change` in the same
+  samples: "tmux alone", before the daemon starts, installs the daemon's own hooks and, on
+  3.3, starts its own waiter client (`ServerObserver.waiter_argv`), and takes the time the
+  split's rows come (3.3: the waiter's round; 3.4+: the hook's `%message`), which is as soon
+  as the daemon can know the new pane; "the floor" (`bench.fanout.split_floor`) writes the
+  bytes of a split to 100 streams the moment its own control client reads the
+  `%layout-change`, with the daemon stopped.
 - B5/B7: CPU from `/proc/<pid>/stat` (utime+stime). B7 splits and kills over a control
   connection (no client start-up), 40 ms apart, with the daemon waiting for its event of each
   change, and without the daemon; the difference, less the daemon's idle cost over the same

@@ -600,6 +600,97 @@ async def propagation(
         res.misses.append(f"B3 {label} at {farm.total} panes: {misses} of {n} samples timed out")
 
 
+async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Results) -> None:
+    """tmux alone, no daemon: the daemon's own hooks (``mirror.install_hooks``) and, on tmux
+    3.3, its own waiter client (``ServerObserver.waiter_argv``), for a bare control client
+    attached to the split's session.  Per split: when that client reads the
+    ``%layout-change``, and when the hook's rows arrive (3.3: the waiter's round; 3.4+: the
+    ``%message`` on the same client).  What the daemon does with the rows comes after this.
+    """
+    from tmuxlocd.hub import Hub
+    from tmuxlocd.mirror import MESSAGE_PREFIX, install_hooks, remove_hooks, uses_message_hooks
+    from tmuxlocd.observer import WAITER_MARK, ServerObserver
+
+    peer = await attach_control(farm, targets.attached_session, "no-output,ignore-size", bus)
+    observer = ServerObserver(Hub(), farm.socket, tmux=farm.tmux, hooks=True)
+    mirror = observer.mirror
+    mirror.client_name = (await peer.command("display-message -p '#{client_name}'"))[0].decode()
+    mirror.version = (await peer.command("display-message -p '#{version}'"))[0].decode()
+    pushed = uses_message_hooks(mirror.version)
+    start = b"%layout-change " + targets.attached_window.encode() + b" "
+    message = b"%message " + MESSAGE_PREFIX.encode()
+    seen: list[float] = []  # this sample's %layout-change
+    rows: list[float] = []  # and the first rows that came after it
+
+    def on_line(t: float, line: bytes) -> None:
+        if line.startswith(start) and not seen:
+            seen.append(t)
+        elif pushed and line.startswith(message) and not rows:
+            rows.append(t)
+
+    peer.on_line = on_line
+    waiter: asyncio.subprocess.Process | None = None
+    reader: asyncio.Task[None] | None = None
+    lc: list[float] = []
+    came: list[float] = []
+    for argv in install_hooks(mirror, observer.channel):
+        farm.run(*argv)
+    try:
+        if not pushed:
+            waiter = await asyncio.create_subprocess_exec(
+                *observer.waiter_argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={"PATH": os.environ.get("PATH", os.defpath)},
+                start_new_session=True,
+                limit=1 << 22,
+            )
+
+            async def read(out: asyncio.StreamReader) -> None:
+                while line := await out.readline():
+                    if line.startswith(WAITER_MARK.encode()) and not rows:
+                        rows.append(time.perf_counter())
+                    bus.notify()
+
+            assert waiter.stdout is not None
+            reader = asyncio.ensure_future(read(waiter.stdout))
+        for _ in range(n):
+            await bus.quiet(0.06)
+            seen.clear()
+            rows.clear()
+            t0 = time.perf_counter()
+            new = (
+                await farm.arun(
+                    "split-window", "-d", "-t", targets.attached_pane, "-P", "-F", "#{pane_id}",
+                    *PANE_CMD,
+                )
+            ).strip()  # fmt: skip
+            if await bus.wait_for(lambda: bool(seen and rows), 5.0):
+                lc.append(seen[0] - t0)
+                came.append(rows[0] - t0)
+            await farm.arun("kill-pane", "-t", new)
+    finally:
+        peer.on_line = None
+        for argv in remove_hooks(mirror):
+            farm.run(*argv, check=False)
+        await peer.close()
+        if waiter is not None:
+            # Its next round finds the control client gone, which ends its command list.
+            farm.run("wait-for", "-S", observer.channel, check=False)
+            try:
+                await asyncio.wait_for(waiter.wait(), 5)
+            except TimeoutError:
+                waiter.kill()
+                await waiter.wait()
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+    res.add("B3 floor hook layout-change", farm.total, lc)
+    res.add("B3 floor hook rows", farm.total, came)
+
+
 async def propagation_rows(
     farm: Farm,
     bus: Bus,
@@ -770,6 +861,9 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         if heavy:
             log(f"{panes} panes: idle tmux server and split cost without the daemon")
             await costs_without_daemon(farm, bus, first_targets, plan, res)
+
+        log(f"{panes} panes: the daemon's hooks alone (B3's floor of the hook path)")
+        await hook_floor(farm, bus, first_targets, plan.props(panes), res)
 
         log(f"{panes} panes: starting the daemon")
         daemon = Daemon(farm)

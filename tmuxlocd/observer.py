@@ -461,7 +461,7 @@ class ServerObserver:
             # (the attachment's end reaps it as well).
             await client.run(self.mirror.spell(("wait-for", "-S", self.channel)), timeout=1.0)
 
-    def _waiter_argv(self) -> list[str]:
+    def waiter_argv(self) -> list[str]:
         """One waiter client's commands: ``WAITER_CHAIN`` rounds of waiting and reading.
 
         A tmux client costs the server far more than a command: at 1,000 panes about 12 ms
@@ -494,7 +494,7 @@ class ServerObserver:
         # The environment is cut to PATH: tmux copies a client's environment into the server.
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
-                *self._waiter_argv(),
+                *self.waiter_argv(),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL,

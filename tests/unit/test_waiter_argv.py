@@ -11,7 +11,7 @@ from tmuxlocd.observer import ALIVE, WAITER_CHAIN, WAITER_MARK, ServerObserver
 def test_the_waiter_is_a_utf8_client_serving_a_chain_of_rounds() -> None:
     observer = ServerObserver(Hub(), "/nonexistent/sock", tmux="tmux", hooks=True)
     observer.mirror.client_name = "client-4242"
-    argv = observer._waiter_argv()
+    argv = observer.waiter_argv()
     # Without -u a client of the waiter's cut environment gets "_" for every TAB.
     assert argv[:4] == ["tmux", "-u", "-S", "/nonexistent/sock"]
     assert argv.count("wait-for") == WAITER_CHAIN
@@ -32,5 +32,5 @@ def test_the_waiter_is_a_utf8_client_serving_a_chain_of_rounds() -> None:
 def test_the_waiter_respells_its_commands() -> None:
     observer = ServerObserver(Hub(), "/nonexistent/sock", tmux="tmux", hooks=True)
     observer.mirror.spell = spelling.choose(["wait-for", "set-option"])
-    argv = observer._waiter_argv()
+    argv = observer.waiter_argv()
     assert "wait-for" not in argv and "set-option" not in argv
