@@ -43,6 +43,7 @@ from bench.runner import (
     pick_targets,
     propagation_rows,
     split_cost,
+    split_off,
 )
 from bench.stats import fmt_ms, median
 from bench.tmuxfarm import PANE_CMD, Bus, Farm, attach_control
@@ -160,12 +161,7 @@ async def query_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Resul
             seen.clear()
             replies.clear()
             t0 = time.perf_counter()
-            new = (
-                await farm.arun(
-                    "split-window", "-d", "-t", targets.attached_pane, "-P", "-F", "#{pane_id}",
-                    *PANE_CMD,
-                )
-            ).strip()  # fmt: skip
+            new = await split_off(farm, targets.attached_pane)
             if await bus.wait_for(lambda: bool(replies), 5.0):
                 await replies[0]
                 lc.append(seen[0] - t0)

@@ -46,6 +46,22 @@ def build_rows(res: Results) -> list[Row]:
     def series(name: str, panes: int) -> list[float]:
         return res.get(name, panes)
 
+    def beside(what: str, panes: int, values: list[float], alt: str, delta: float) -> None:
+        """A B3 row of no goal of its own, next to a goal row: ``delta`` over ``alt``."""
+        add(
+            Row(
+                "B3",
+                what,
+                str(panes),
+                fmt_ms(median(values)),
+                fmt_ms(p99(values)),
+                alt,
+                f"{delta * 1000:+.2f} ms",
+                "",
+                None,
+            )
+        )
+
     def latency_row(
         ident: str,
         what: str,
@@ -253,19 +269,13 @@ def build_rows(res: Results) -> list[Row]:
                     # bench.runner.hook_floor: before the daemon starts, tmux alone with the
                     # daemon's own hooks (and, on 3.3, its own waiter client).
                     gaps = [b - a for a, b in zip(hook_lc, hook_rows, strict=True)]
-                    add(
-                        Row(
-                            "B3",
-                            "… tmux alone: the daemon's hooks hand the split's rows (3.3: through "
-                            "its waiter client; 3.4+: a %message), no daemon running",
-                            str(p),
-                            fmt_ms(median(hook_rows)),
-                            fmt_ms(p99(hook_rows)),
-                            f"{alt_name} {fmt_ms(median(hook_lc))} (same samples)",
-                            f"{median(gaps) * 1000:+.2f} ms",
-                            "",
-                            None,
-                        )
+                    beside(
+                        "… tmux alone: the daemon's hooks hand the split's rows (3.3: through "
+                        "its waiter client; 3.4+: a %message), no daemon running",
+                        p,
+                        hook_rows,
+                        f"{alt_name} {fmt_ms(median(hook_lc))} (same samples)",
+                        median(gaps),
                     )
                 floor, floor_alt = (
                     series(f"B3 floor {where} {nsubs_key} last", p),
@@ -274,35 +284,23 @@ def build_rows(res: Results) -> list[Row]:
                 if floor and floor_alt:
                     # bench.fanout.split_floor: the daemon stopped, a process that only writes
                     # the split's bytes to as many streams on its control client's word.
-                    add(
-                        Row(
-                            "B3",
-                            f"… the floor: a process that only writes the same bytes to "
-                            f"{nsubs_key} streams on its control client's %layout-change",
-                            str(p),
-                            fmt_ms(median(floor)),
-                            fmt_ms(p99(floor)),
-                            f"{alt_name} {fmt_ms(median(floor_alt))} (same samples)",
-                            f"{(median(floor) - median(floor_alt)) * 1000:+.2f} ms",
-                            "",
-                            None,
-                        )
+                    beside(
+                        f"… the floor: a process that only writes the same bytes to "
+                        f"{nsubs_key} streams on its control client's %layout-change",
+                        p,
+                        floor,
+                        f"{alt_name} {fmt_ms(median(floor_alt))} (same samples)",
+                        median(floor) - median(floor_alt),
                     )
                 if nsubs_key > 1:
                     first = series(f"{label} first", p)
                     if first:
-                        add(
-                            Row(
-                                "B3",
-                                f"… the first of {nsubs_key} subscribers",
-                                str(p),
-                                fmt_ms(median(first)),
-                                fmt_ms(p99(first)),
-                                f"{alt_name} {fmt_ms(median(alt))}",
-                                f"{(median(first) - median(alt)) * 1000:+.2f} ms",
-                                "",
-                                None,
-                            )
+                        beside(
+                            f"… the first of {nsubs_key} subscribers",
+                            p,
+                            first,
+                            f"{alt_name} {fmt_ms(median(alt))}",
+                            median(first) - median(alt),
                         )
 
     heavy = max(sizes) if sizes else 0

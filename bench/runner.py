@@ -600,6 +600,13 @@ async def propagation(
         res.misses.append(f"B3 {label} at {farm.total} panes: {misses} of {n} samples timed out")
 
 
+async def split_off(farm: Farm, pane: str) -> str:
+    """``split-window -d`` of ``pane`` (as a client of its own): the new pane's id."""
+    return (
+        await farm.arun("split-window", "-d", "-t", pane, "-P", "-F", "#{pane_id}", *PANE_CMD)
+    ).strip()
+
+
 async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Results) -> None:
     """tmux alone, no daemon: the daemon's own hooks (``mirror.install_hooks``) and, on tmux
     3.3, its own waiter client (``ServerObserver.waiter_argv``), for a bare control client
@@ -660,12 +667,7 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
             seen.clear()
             rows.clear()
             t0 = time.perf_counter()
-            new = (
-                await farm.arun(
-                    "split-window", "-d", "-t", targets.attached_pane, "-P", "-F", "#{pane_id}",
-                    *PANE_CMD,
-                )
-            ).strip()  # fmt: skip
+            new = await split_off(farm, targets.attached_pane)
             if await bus.wait_for(lambda: bool(seen and rows), 5.0):
                 lc.append(seen[0] - t0)
                 came.append(rows[0] - t0)
