@@ -457,6 +457,27 @@ def build_rows(res: Results) -> list[Row]:
                 None if math.isnan(r) else r <= most,
             )
         )
+    costs = _fact(res, f"tmux command costs@{heavy}")
+    if costs:
+        # bench.tmux_costs: what each turn of tmux's loop costs it, with no daemon running.
+        for name in ("display-message -p", "set-option -s @x"):
+            alone, chained = costs.get(f"control {name}"), costs.get(f"chained {name}")
+            if alone is None or chained is None:
+                continue
+            add(
+                Row(
+                    "B7",
+                    f"tmux alone: server CPU of one `{name}` sent over a control client (a turn "
+                    "of tmux's loop each)",
+                    str(heavy),
+                    fmt_ms(alone),
+                    "",
+                    f"the same chained in one client's message {fmt_ms(chained)}",
+                    fmt_ratio(alone / chained) if chained > 0 else "",
+                    "",
+                    None,
+                )
+            )
     activity_rows(res, heavy, add)
     from bench import fanout  # (imports this module: not at the top)
 

@@ -26,6 +26,7 @@ from typing import Any
 from bench import activity, procstat
 from bench.fanout_proc import ProbeProc
 from bench.httpclient import StreamRecorder, open_stream
+from bench.tmux_costs import command_costs
 from bench.tmuxfarm import (
     LOCATION_FIELDS,
     PANE_CMD,
@@ -835,6 +836,8 @@ async def costs_without_daemon(
         res.facts[f"B7 list-panes daemon fields@{panes}"] = await list_cost(
             farm, driver, PANE_FORMAT, plan.list_k
         )
+        costs = await command_costs(farm, bus, targets.attached_session, plan.list_k * 20)
+        res.facts[f"tmux command costs@{panes}"] = costs
     finally:
         await driver.close()
 

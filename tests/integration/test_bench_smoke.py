@@ -47,6 +47,8 @@ def test_quick_run_writes_a_table(tmp_path: Path) -> None:
     # The floors on a real split (bench.fanout.split_floor): B3's row and B8's comparison.
     assert "| B3 | … the floor: a process that only writes" in text
     assert "floor on the split (written on its %layout-change" in text
+    # What a turn of tmux's loop costs it (bench.tmux_costs).
+    assert "| B7 | tmux alone: server CPU of one `display-message -p`" in text
     # tmux alone with the daemon's hooks (bench.runner.hook_floor).
     assert "| B3 | … tmux alone: the daemon's hooks hand the split's rows" in text
     after = recorded.stat().st_mtime_ns if recorded.exists() else None
