@@ -620,9 +620,18 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
     from tmuxlocd.observer import WAITER_MARK, ServerObserver
 
     peer = await attach_control(farm, targets.attached_session, "no-output,ignore-size", bus)
+    # tmux 3.3 may answer a new control client's commands before its attach completes, with
+    # an empty #{client_name} (the observer waits the same way): the waiter's liveness check
+    # would then fail and end it.  %session-changed says the attach is done.
+    if not await bus.wait_for(
+        lambda: any(line.startswith(b"%session-changed ") for _, line in peer.lines), 5.0
+    ):
+        raise RuntimeError("the control client's attach did not complete")
     observer = ServerObserver(Hub(), farm.socket, tmux=farm.tmux, hooks=True)
     mirror = observer.mirror
     mirror.client_name = (await peer.command("display-message -p '#{client_name}'"))[0].decode()
+    if not mirror.client_name:
+        raise RuntimeError("tmux named no client_name for the attached control client")
     mirror.version = (await peer.command("display-message -p '#{version}'"))[0].decode()
     pushed = uses_message_hooks(mirror.version)
     start = b"%layout-change " + targets.attached_window.encode() + b" "
@@ -668,6 +677,8 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
             seen.clear()
             rows.clear()
             t0 = time.perf_counter()
+            if waiter is not None and waiter.returncode is not None:
+                raise RuntimeError(f"the waiter client ended ({waiter.returncode})")
             new = await split_off(farm, targets.attached_pane)
             if await bus.wait_for(lambda: bool(seen and rows), 5.0):
                 lc.append(seen[0] - t0)
@@ -692,6 +703,8 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
                 await reader
     res.add("B3 floor hook layout-change", farm.total, lc)
     res.add("B3 floor hook rows", farm.total, came)
+    if len(came) < n:
+        res.misses.append(f"B3 hook floor at {farm.total} panes: {n - len(came)} of {n} timed out")
 
 
 async def propagation_rows(
