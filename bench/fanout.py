@@ -18,6 +18,7 @@ from bench import procstat
 from bench.fanout_proc import ProbeProc
 from bench.report import Row
 from bench.runner import (
+    B3_HOOK,
     REPO,
     Daemon,
     Results,
@@ -267,7 +268,7 @@ async def split_floor(
             await probe.job("connect", socket=sock, target=TARGET, n=count - held)
             held = count
             if hook:
-                farm.run("set-hook", "-g", "window-layout-changed[9]", HOOK)
+                farm.run("set-hook", "-g", B3_HOOK, HOOK)
             try:
                 out = await probe.job(
                     "changes",
@@ -279,7 +280,7 @@ async def split_floor(
                 )
             finally:
                 if hook:
-                    farm.run("set-hook", "-gu", "window-layout-changed[9]", check=False)
+                    farm.run("set-hook", "-gu", B3_HOOK, check=False)
             name = f"B3 floor attached {count}" if hook else f"B8 split floor {count}"
             res.add(f"{name} first", panes, out["first"])
             res.add(f"{name} last", panes, out["last"])

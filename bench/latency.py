@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.report import build_rows, goal_table, summary
+from bench.report import build_rows, goal_table, hook_gaps, summary
 from bench.runner import (
     Daemon,
     Plan,
@@ -172,13 +172,6 @@ async def query_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Resul
         await peer.close()
     res.add("B3 floor layout-change", farm.total, lc)
     res.add("B3 floor query answered", farm.total, answered)
-
-
-def hook_gaps(res: Results, panes: int) -> list[float]:
-    """Per split, the hook's rows after the control client's ``%layout-change`` (hook_floor)."""
-    lc = res.get("B3 floor hook layout-change", panes)
-    rows = res.get("B3 floor hook rows", panes)
-    return [b - a for a, b in zip(lc, rows, strict=True)] if lc and rows else []
 
 
 async def run_version(tmux: str, plan: Plan, rounds: int) -> Results:

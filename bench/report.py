@@ -38,6 +38,14 @@ def _at_least(goal: float) -> Callable[[float], bool]:
     return lambda r: r >= goal
 
 
+def hook_gaps(res: Results, panes: int) -> list[float]:
+    """Per split, the hook's rows after the control client's ``%layout-change``
+    (bench.runner.hook_floor)."""
+    lc = res.get("B3 floor hook layout-change", panes)
+    rows = res.get("B3 floor hook rows", panes)
+    return [b - a for a, b in zip(lc, rows, strict=True)] if lc and rows else []
+
+
 def build_rows(res: Results) -> list[Row]:
     rows: list[Row] = []
     sizes: list[int] = res.facts.get("sizes", [])
@@ -261,19 +269,16 @@ def build_rows(res: Results) -> list[Row]:
                         ok,
                     )
                 )
-                hook_lc, hook_rows = (
-                    series("B3 floor hook layout-change", p),
-                    series("B3 floor hook rows", p),
-                )
-                if where == "attached" and nsubs_key == 1 and hook_lc and hook_rows:
+                gaps = hook_gaps(res, p)
+                if where == "attached" and nsubs_key == 1 and gaps:
                     # bench.runner.hook_floor: before the daemon starts, tmux alone with the
                     # daemon's own hooks (and, on 3.3, its own waiter client).
-                    gaps = [b - a for a, b in zip(hook_lc, hook_rows, strict=True)]
+                    hook_lc = series("B3 floor hook layout-change", p)
                     beside(
                         "… tmux alone: the daemon's hooks hand the split's rows (3.3: through "
                         "its waiter client; 3.4+: a %message), no daemon running",
                         p,
-                        hook_rows,
+                        series("B3 floor hook rows", p),
                         f"{alt_name} {fmt_ms(median(hook_lc))} (same samples)",
                         median(gaps),
                     )

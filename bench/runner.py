@@ -498,18 +498,20 @@ def removed(line: bytes) -> bool:
     return b'"pane.removed"' in line
 
 
+# B3's alternative in other sessions: a `run-shell -b` hook at a private index of this one.
+B3_HOOK = "window-layout-changed[9]"
+
+
 @contextlib.contextmanager
 def hook_fifo(farm: Farm, bus: Bus, tap: Tap) -> Iterator[FifoReader]:
     """A ``run-shell -b`` hook on every layout change, writing to a FIFO we read."""
     path = farm.dir / "hook.fifo"
     reader = FifoReader(path, bus, tap.see)
-    farm.run(
-        "set-hook", "-g", "window-layout-changed[9]", f"run-shell -b 'echo x >{path} 2>/dev/null'"
-    )
+    farm.run("set-hook", "-g", B3_HOOK, f"run-shell -b 'echo x >{path} 2>/dev/null'")
     try:
         yield reader
     finally:
-        farm.run("set-hook", "-gu", "window-layout-changed[9]", check=False)
+        farm.run("set-hook", "-gu", B3_HOOK, check=False)
         reader.close()
         path.unlink(missing_ok=True)
 
