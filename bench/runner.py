@@ -619,7 +619,7 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
     """
     from tmuxlocd.hub import Hub
     from tmuxlocd.mirror import MESSAGE_PREFIX, install_hooks, remove_hooks, uses_message_hooks
-    from tmuxlocd.observer import WAITER_MARK, ServerObserver
+    from tmuxlocd.observer import WAITER_CHAIN, WAITER_MARK, ServerObserver
 
     peer = await attach_control(farm, targets.attached_session, "no-output,ignore-size", bus)
     # tmux 3.3 may answer a new control client's commands before its attach completes, with
@@ -648,39 +648,53 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
             rows.append(t)
 
     peer.on_line = on_line
-    waiter: asyncio.subprocess.Process | None = None
-    reader: asyncio.Task[None] | None = None
+    # On 3.3 the waiter clients: each serves WAITER_CHAIN rounds (one per split or kill), so
+    # the next is started while the current has two left, as the observer does.
+    waiters: list[tuple[asyncio.subprocess.Process, asyncio.Task[None], list[int]]] = []
+
+    async def spawn_waiter() -> None:
+        proc = await asyncio.create_subprocess_exec(
+            *observer.waiter_argv(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={"PATH": os.environ.get("PATH", os.defpath)},
+            start_new_session=True,
+            limit=1 << 22,
+        )
+        served = [0]
+
+        async def read(out: asyncio.StreamReader) -> None:
+            while line := await out.readline():
+                if line.startswith(WAITER_MARK.encode()):
+                    served[0] += 1
+                    if not rows:
+                        rows.append(time.perf_counter())
+                bus.notify()
+
+        assert proc.stdout is not None
+        waiters.append((proc, asyncio.ensure_future(read(proc.stdout)), served))
+
     lc: list[float] = []
     came: list[float] = []
     for argv in install_hooks(mirror, observer.channel):
         farm.run(*argv)
     try:
-        if not pushed:
-            waiter = await asyncio.create_subprocess_exec(
-                *observer.waiter_argv(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env={"PATH": os.environ.get("PATH", os.defpath)},
-                start_new_session=True,
-                limit=1 << 22,
-            )
-
-            async def read(out: asyncio.StreamReader) -> None:
-                while line := await out.readline():
-                    if line.startswith(WAITER_MARK.encode()) and not rows:
-                        rows.append(time.perf_counter())
-                    bus.notify()
-
-            assert waiter.stdout is not None
-            reader = asyncio.ensure_future(read(waiter.stdout))
         for _ in range(n):
+            if not pushed:
+                if any(
+                    proc.returncode is not None and (proc.returncode or served[0] < WAITER_CHAIN)
+                    for proc, _, served in waiters
+                ):
+                    raise RuntimeError("a waiter client ended before serving all its rounds")
+                live = [served for proc, _, served in waiters if proc.returncode is None]
+                if not live or WAITER_CHAIN - live[-1][0] <= 2:
+                    # The current one (if any) still serves this sample's split and kill.
+                    await spawn_waiter()
             await bus.quiet(0.06)
             seen.clear()
             rows.clear()
             t0 = time.perf_counter()
-            if waiter is not None and waiter.returncode is not None:
-                raise RuntimeError(f"the waiter client ended ({waiter.returncode})")
             new = await split_off(farm, targets.attached_pane)
             if await bus.wait_for(lambda: bool(seen and rows), 5.0):
                 lc.append(seen[0] - t0)
@@ -691,15 +705,15 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
         for argv in remove_hooks(mirror):
             farm.run(*argv, check=False)
         await peer.close()
-        if waiter is not None:
-            # Its next round finds the control client gone, which ends its command list.
-            farm.run("wait-for", "-S", observer.channel, check=False)
-            try:
-                await asyncio.wait_for(waiter.wait(), 5)
-            except TimeoutError:
-                waiter.kill()
-                await waiter.wait()
-        if reader is not None:
+        for proc, reader, _ in waiters:
+            if proc.returncode is None:
+                # Its next round finds the control client gone, which ends its command list.
+                farm.run("wait-for", "-S", observer.channel, check=False)
+                try:
+                    await asyncio.wait_for(proc.wait(), 5)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
