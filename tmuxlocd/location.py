@@ -182,8 +182,9 @@ class LocationBuilder:
 
     ``locations`` is updated in place; ``build`` returns the before and after of exactly the
     panes that belong (or belonged) to a recomputed window, which is all a diff needs.  The
-    work per update is one pass to group panes by window plus the changed windows: at 1,000
-    panes a split costs one window, not the server.
+    work per update is one look at each window (its panes come grouped from the mirror, the
+    same tuple while they are unchanged) plus the changed windows: at 1,000 panes a split
+    costs one window, not the server.
     """
 
     def __init__(self) -> None:
@@ -196,28 +197,21 @@ class LocationBuilder:
         links_of: dict[str, list[Winlink]] = {}
         for link in state.winlinks:  # sorted by session id, then index
             links_of.setdefault(link.window_id, []).append(link)
-        # tmux lists a window's panes together, in index order, and the mirror replaces a
-        # window's panes as one run: grouping runs (in C) is what makes this pass over every
-        # pane cheap.  A window whose panes are not one run is still grouped right, joined.
-        panes_of: dict[str, list[Pane]] = {}
-        for wid, run in groupby(state.panes.values(), key=_window_of):
-            have = panes_of.get(wid)
-            if have is None:
-                panes_of[wid] = list(run)
-            else:
-                have.extend(run)
+        panes_of = state.by_window if state.by_window is not None else group_panes(state)
         sessions = state.sessions
         old: dict[str, Location] = {}
         new: dict[str, Location] = {}
         cache: dict[str, tuple[_WindowKey, dict[str, Location]]] = {}
         for wid, window in state.windows.items():
             links = links_of.get(wid, [])
+            # The panes' tuple is the mirror's own: the same object while the window's
+            # panes are unchanged, which the key comparison sees without looking inside.
             key: _WindowKey = (
                 server,
                 window,
                 tuple(links),
                 tuple(sessions.get(link.session_id) for link in links),
-                tuple(panes_of.get(wid, ())),
+                panes_of.get(wid, ()),
             )
             hit = self._cache.get(wid)
             if hit is not None and hit[0] == key:
@@ -235,6 +229,22 @@ class LocationBuilder:
         self.locations.update(new)
         self._cache = cache
         return old, new
+
+
+def group_panes(state: ServerState) -> dict[str, tuple[Pane, ...]]:
+    """``state.panes`` by window, in their order (for a state made without ``by_window``).
+
+    tmux lists a window's panes together, in index order: grouping runs (in C) is what
+    makes this pass over every pane cheap.  A window whose panes are not one run is still
+    grouped right, joined."""
+    lists: dict[str, list[Pane]] = {}
+    for wid, run in groupby(state.panes.values(), key=_window_of):
+        have = lists.get(wid)
+        if have is None:
+            lists[wid] = list(run)
+        else:
+            have.extend(run)
+    return {wid: tuple(panes) for wid, panes in lists.items()}
 
 
 def build_locations(state: ServerState) -> dict[str, Location]:

@@ -250,6 +250,11 @@ class ServerState(msgspec.Struct, frozen=True, kw_only=True):
     winlinks: tuple[Winlink, ...] = ()
     windows: dict[str, Window] = msgspec.field(default_factory=dict)
     panes: dict[str, Pane] = msgspec.field(default_factory=dict)
+    # ``panes`` grouped by window, in their order, when the maker keeps them so (the
+    # mirror): a window unchanged since the last state has the very same tuple, so a
+    # rebuild finds the changed windows without a pass over every pane.  None: grouped by
+    # whoever needs it.  A copy with other ``panes`` must set this anew (or to None).
+    by_window: dict[str, tuple[Pane, ...]] | None = None
 
 
 def state_from_rows(

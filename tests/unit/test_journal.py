@@ -94,7 +94,7 @@ def test_a_replayed_event_is_the_one_published() -> None:
     published += hub.update(resized(state, "%2", 100))
     gone = dict(state.panes)
     gone.pop("%3")
-    published += hub.update(msgspec.structs.replace(state, panes=gone))
+    published += hub.update(msgspec.structs.replace(state, panes=gone, by_window=None))
     assert {type(p.event).__name__ for p in published} >= {
         "ServerUp",
         "PaneAdded",

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tmuxlocd import spelling
 from tmuxlocd.errors import CommandFailed, RowError
+from tmuxlocd.location import group_panes
 from tmuxlocd.mirror import (
     BARRIER_TRIES,
     HOOK_INDEX,
@@ -875,3 +878,37 @@ def test_attaching_anew_forgets_the_old_marks() -> None:
     assert mirror.dirty
     mirror.attached_to("$1")
     assert not mirror.dirty and mirror.attached_session == "$1"
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["@1", "@2", "@3"]),
+            st.lists(st.integers(1, 8), unique=True, max_size=4),
+        ),
+        max_size=12,
+    )
+)
+def test_the_panes_by_window_follow_every_change_of_the_panes(
+    changes: list[tuple[str, list[int]]],
+) -> None:
+    """Rows of one window that name a pane of another (moved by join-pane or swap-pane
+    before that window's own rows come) keep the grouping equal to a grouping made anew."""
+    mirror = fresh("3.4")
+    for wid in ("@1", "@2", "@3"):
+        mirror.windows[wid] = Window(id=wid, name="w", layout="x", zoomed=False)
+    mirror.take()
+    for wid, numbers in changes:
+        words = [
+            f"%{n}.{i}.{int(i == 0)}./dev/pts/{n}.{n}.0.0.80.24.0" for i, n in enumerate(numbers)
+        ]
+        mirror.on_event(
+            Message(text=f"tmuxlocd window-layout-changed {wid} 0 lay {' '.join(words)}")
+        )
+        mirror.take()
+        state = mirror.state()
+        assert state.by_window is not None
+        assert {w: {p.id for p in ps} for w, ps in state.by_window.items()} == {
+            w: {p.id for p in ps} for w, ps in group_panes(state).items()
+        }
+        assert all(state.panes[p.id] is p for ps in state.by_window.values() for p in ps)

@@ -38,7 +38,7 @@ def core(
 def resized(state: ServerState, pane: str, width: int) -> ServerState:
     panes = dict(state.panes)
     panes[pane] = msgspec.structs.replace(panes[pane], width=width)
-    return msgspec.structs.replace(state, panes=panes)
+    return msgspec.structs.replace(state, panes=panes, by_window=None)  # grouped anew
 
 
 def events_of(frames: list[bytes]) -> list[dict[str, object]]:
