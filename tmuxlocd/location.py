@@ -11,14 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from itertools import groupby
-from operator import attrgetter
 
 import msgspec
 
 from tmuxlocd.errors import LayoutError
 from tmuxlocd.layout import DIRECTIONS, adjacency, pane_rects, parse_layout
-from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, id_number
+from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, group_panes, id_number
 
 
 class ServerRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -170,8 +168,6 @@ def window_locations(
     return out
 
 
-_window_of = attrgetter("window_id")
-
 _WindowKey = tuple[
     ServerRef, Window, tuple[Winlink, ...], tuple[Session | None, ...], tuple[Pane, ...]
 ]
@@ -197,7 +193,7 @@ class LocationBuilder:
         links_of: dict[str, list[Winlink]] = {}
         for link in state.winlinks:  # sorted by session id, then index
             links_of.setdefault(link.window_id, []).append(link)
-        panes_of = state.by_window if state.by_window is not None else group_panes(state)
+        panes_of = state.by_window if state.by_window is not None else group_panes(state.panes)
         sessions = state.sessions
         old: dict[str, Location] = {}
         new: dict[str, Location] = {}
@@ -229,22 +225,6 @@ class LocationBuilder:
         self.locations.update(new)
         self._cache = cache
         return old, new
-
-
-def group_panes(state: ServerState) -> dict[str, tuple[Pane, ...]]:
-    """``state.panes`` by window, in their order (for a state made without ``by_window``).
-
-    tmux lists a window's panes together, in index order: grouping runs (in C) is what
-    makes this pass over every pane cheap.  A window whose panes are not one run is still
-    grouped right, joined."""
-    lists: dict[str, list[Pane]] = {}
-    for wid, run in groupby(state.panes.values(), key=_window_of):
-        have = lists.get(wid)
-        if have is None:
-            lists[wid] = list(run)
-        else:
-            have.extend(run)
-    return {wid: tuple(panes) for wid, panes in lists.items()}
 
 
 def build_locations(state: ServerState) -> dict[str, Location]:

@@ -38,6 +38,7 @@ from tmuxlocd.model import (
     Window,
     Winlink,
     compare_digest,
+    group_panes,
     id_number,
     join_rows,
     parse_message_panes,
@@ -218,14 +219,7 @@ class ServerMirror:
     def _by_window(self) -> dict[str, tuple[Pane, ...]]:
         grouped = self._grouped
         if grouped is None:
-            lists: dict[str, list[Pane]] = {}
-            for pane in self.panes.values():
-                have = lists.get(pane.window_id)
-                if have is None:
-                    lists[pane.window_id] = [pane]
-                else:
-                    have.append(pane)
-            grouped = self._grouped = {wid: tuple(panes) for wid, panes in lists.items()}
+            grouped = self._grouped = group_panes(self.panes)
         return grouped
 
     def attached_to(self, session_id: str) -> None:

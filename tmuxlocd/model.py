@@ -10,7 +10,9 @@ protocol failure (``RowError``): the caller re-syncs rather than guess.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from itertools import groupby
+from operator import attrgetter
 
 import msgspec
 
@@ -255,6 +257,25 @@ class ServerState(msgspec.Struct, frozen=True, kw_only=True):
     # rebuild finds the changed windows without a pass over every pane.  None: grouped by
     # whoever needs it.  A copy with other ``panes`` must set this anew (or to None).
     by_window: dict[str, tuple[Pane, ...]] | None = None
+
+
+_window_of = attrgetter("window_id")
+
+
+def group_panes(panes: Mapping[str, Pane]) -> dict[str, tuple[Pane, ...]]:
+    """``panes`` by window, in their order (``ServerState.by_window``).
+
+    tmux lists a window's panes together, in index order: grouping runs (in C) is what
+    makes this pass over every pane cheap.  A window whose panes are not one run is still
+    grouped right, joined."""
+    lists: dict[str, list[Pane]] = {}
+    for wid, run in groupby(panes.values(), key=_window_of):
+        have = lists.get(wid)
+        if have is None:
+            lists[wid] = list(run)
+        else:
+            have.extend(run)
+    return {wid: tuple(run) for wid, run in lists.items()}
 
 
 def state_from_rows(

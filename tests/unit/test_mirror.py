@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from tmuxlocd import spelling
 from tmuxlocd.errors import CommandFailed, RowError
-from tmuxlocd.location import group_panes
 from tmuxlocd.mirror import (
     BARRIER_TRIES,
     HOOK_INDEX,
@@ -34,7 +33,7 @@ from tmuxlocd.mirror import (
     run_reread,
     uses_message_hooks,
 )
-from tmuxlocd.model import DIGEST_NAME, PANE_WINDOW_FORMAT, Pane, Window
+from tmuxlocd.model import DIGEST_NAME, PANE_WINDOW_FORMAT, Pane, Window, group_panes
 from tmuxlocd.protocol import (
     NEED_DATA,
     ConfigError,
@@ -909,6 +908,6 @@ def test_the_panes_by_window_follow_every_change_of_the_panes(
         state = mirror.state()
         assert state.by_window is not None
         assert {w: {p.id for p in ps} for w, ps in state.by_window.items()} == {
-            w: {p.id for p in ps} for w, ps in group_panes(state).items()
+            w: {p.id for p in ps} for w, ps in group_panes(state.panes).items()
         }
         assert all(state.panes[p.id] is p for ps in state.by_window.values() for p in ps)
