@@ -426,7 +426,7 @@ class ServerMirror:
         self._replace_panes(window_id, panes)
 
     def _pane_ids_of(self, window_id: str) -> list[str]:
-        """The ids of the window's panes in the model, in the model's order."""
+        """The ids of the window's panes in the model, in the order its rows gave them."""
         return [pane.id for pane in self._by_window().get(window_id, ())]
 
     def _replace_panes(self, window_id: str, panes: Sequence[Pane]) -> None:
