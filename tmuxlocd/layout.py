@@ -30,13 +30,16 @@ from tmuxlocd.errors import LayoutError
 __all__ = [
     "DIRECTIONS",
     "MAX_DEPTH",
+    "Box",
     "Direction",
     "LayoutCell",
     "Neighbor",
     "Rect",
     "adjacency",
+    "box_adjacency",
     "format_layout",
     "layout_checksum",
+    "leaf_boxes",
     "neighbors",
     "neighbors_of_layout",
     "pane_rects",
@@ -57,6 +60,12 @@ _NUM: Final = r"(0|[1-9][0-9]{0,9})"
 _HEAD_RE: Final = re.compile(_NUM + "x" + _NUM + "," + _NUM + "," + _NUM)
 _PANE_RE: Final = re.compile("," + _NUM)
 _CSUM_RE: Final = re.compile(r"[0-9a-f]{4},")
+# A leaf: a cell's head and its pane number, which no digit, opener or ``x`` follows (a
+# pre-1.8 leaf, which has no number, would otherwise read its next cell's width as one).
+_LEAF_RE: Final = re.compile(r"(\d+)x(\d+),(\d+),(\d+),(\d+)(?![\d{\[x])")
+# A whole layout string as a run of its tokens: cell heads with their pane number or
+# opener, separators and closers (no nesting, no geometry: leaf_boxes says why).
+_TOKENS_RE: Final = re.compile(r"[0-9a-f]{4},(?:\d+x\d+,\d+,\d+(?:,\d+(?![\dx])|[{\[])|[,}\]])+")
 _CLOSER: Final = {"lr": "}", "tb": "]"}
 _OPENER: Final = {"lr": "{", "tb": "["}
 
@@ -316,6 +325,30 @@ def pane_rects(root: LayoutCell) -> dict[int, Rect]:
     return rects
 
 
+# A pane's rectangle as (pane, left, top, right, bottom), right and bottom exclusive.
+Box = tuple[int, int, int, int, int]
+
+
+def leaf_boxes(layout: str) -> list[Box]:
+    """The panes' boxes of a layout string as tmux writes it, read straight off its leaves.
+
+    This is the Locations' path, run on every split and kill: a leaf is the one kind of
+    cell whose head ``WxH,X,Y`` is followed by ``,N``, so one scan finds every pane without
+    building the tree.  It checks that the string is made of layout tokens (else
+    ``LayoutError``) but not the checksum, the nesting or the geometry, which every string
+    tmux writes has right (``parse_layout`` checks them all, at about three times the cost).
+    For every string ``parse_layout`` accepts, the boxes are ``pane_rects``' rectangles in
+    the same order (tests/unit/test_neighbors.py checks it on captured and random layouts).
+    """
+    if _TOKENS_RE.fullmatch(layout) is None:
+        raise LayoutError(f"not a layout string: {_excerpt(layout, 0)}")
+    boxes: list[Box] = []
+    for w, h, x, y, n in _LEAF_RE.findall(layout, 5):
+        left, top = int(x), int(y)
+        boxes.append((int(n), left, top, left + int(w), top + int(h)))
+    return boxes
+
+
 Adjacent = tuple[
     list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]
 ]
@@ -331,11 +364,17 @@ def adjacency(rects: Mapping[int, Rect]) -> dict[int, Adjacent]:
     least one cell.  Panes touching only at a corner are not neighbours (tmux's own
     ``{up-of}`` etc. also accept those).
     """
+    return box_adjacency(
+        [(p, r.left, r.top, r.left + r.width, r.top + r.height) for p, r in rects.items()]
+    )
+
+
+def box_adjacency(boxes: list[Box]) -> dict[int, Adjacent]:
+    """``adjacency`` of the panes' boxes (``leaf_boxes``)."""
     # Plain tuples and lists in the loop: attribute access on Structs would dominate, and
     # tuples sort without a key function.  Panes are bucketed by their left and top
     # coordinates, so each pane only meets the panes that start one border past its right or
     # bottom edge (no all-pairs scan).
-    boxes = [(p, r.left, r.top, r.left + r.width, r.top + r.height) for p, r in rects.items()]
     found: dict[int, Adjacent] = {p: ([], [], [], []) for p, *_ in boxes}
     by_left: dict[int, list[tuple[int, int, int, int, int]]] = {}
     by_top: dict[int, list[tuple[int, int, int, int, int]]] = {}

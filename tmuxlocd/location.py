@@ -15,7 +15,7 @@ from functools import lru_cache
 import msgspec
 
 from tmuxlocd.errors import LayoutError
-from tmuxlocd.layout import DIRECTIONS, adjacency, pane_rects, parse_layout
+from tmuxlocd.layout import DIRECTIONS, box_adjacency, leaf_boxes
 from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, group_panes, id_number
 
 
@@ -87,7 +87,8 @@ NO_NEIGHBORS = Neighbors()
 
 @lru_cache(maxsize=1024)
 def pane_neighbors(layout: str) -> dict[str, Neighbors]:
-    """Pane id -> Neighbors, from the full layout.  An unparsable layout gives none.
+    """Pane id -> Neighbors, from the full layout as tmux wrote it (``leaf_boxes``: the
+    panes read off its leaves, no tree built).  A string that is not a layout gives none.
 
     Cached by layout string (failures too), since a window is rebuilt for reasons that
     leave its layout alone (a rename, a focus change); callers must not modify the result.
@@ -96,7 +97,7 @@ def pane_neighbors(layout: str) -> dict[str, Neighbors]:
     of its cost).
     """
     try:
-        table = adjacency(pane_rects(parse_layout(layout)))
+        table = box_adjacency(leaf_boxes(layout))
     except LayoutError:
         return {}
     out: dict[str, Neighbors] = {}

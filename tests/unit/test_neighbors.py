@@ -10,13 +10,12 @@ tests can demand: our list == tmux's non-wrapped candidates that really share ed
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tmuxlocd.errors import LayoutError
@@ -27,11 +26,14 @@ from tmuxlocd.layout import (
     Neighbor,
     Rect,
     format_layout,
+    layout_checksum,
+    leaf_boxes,
     neighbors,
     neighbors_of_layout,
     pane_rects,
     parse_layout,
 )
+from tmuxlocd.location import Neighbors, pane_neighbors
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "layouts"
 CAPTURES = {path.stem: json.loads(path.read_text()) for path in sorted(DATA.glob("*.json"))}
@@ -193,16 +195,52 @@ def test_neighbors_of_layout_is_cached_and_strict() -> None:
         neighbors_of_layout("0000," + layout[5:])
 
 
-def test_thirty_panes_are_fast() -> None:
-    rects = pane_rects(parse_layout(CAPTURES["tiled-32"]["window_layout"]))
-    assert len(rects) >= 30
-    best = float("inf")
-    for _ in range(20):
-        start = time.perf_counter()
-        neighbors(rects)
-        best = min(best, time.perf_counter() - start)
-    # Typically ~0.1 ms; the bound leaves room for a loaded machine.
-    assert best < 0.002
+def boxes_of_tree(layout: str) -> list[tuple[int, int, int, int, int]]:
+    """What ``leaf_boxes`` must give: the strict parser's rectangles, in the same order."""
+    rects = pane_rects(parse_layout(layout))
+    return [(p, r.left, r.top, r.left + r.width, r.top + r.height) for p, r in rects.items()]
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_leaf_boxes_are_the_trees_rectangles(name: str) -> None:
+    layout = CAPTURES[name]["window_layout"]
+    assert leaf_boxes(layout) == boxes_of_tree(layout)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "garbage",
+        "ae9d,",
+        "ae9d,200x60,0,0",  # a leaf without its pane number
+        "1234,80x24,0,0{40x24,0,0,39x24,41,0,1}",  # pre-1.8: the first leaf has no number
+        "ae9d,200x60,0,0,0 ",
+        "AE9D,200x60,0,0,0",
+        "ae9d,200x60,0,0,-1",
+    ],
+)
+def test_leaf_boxes_refuse_what_is_not_a_layout(text: str) -> None:
+    with pytest.raises(LayoutError):
+        leaf_boxes(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789abx,{}[]", max_size=60))
+@example("200x60,0,0,7")
+@example("200x60,0,0{100x60,0,0,0,99x60,101,0[99x30,101,0,1,99x29,101,31,2]}")
+def test_leaf_boxes_agree_with_the_parser_wherever_it_accepts(body: str) -> None:
+    # Mostly strings the parser refuses; where it accepts, the scan must give its answer.
+    layout = f"{layout_checksum(body):04x},{body}"
+    try:
+        expected = boxes_of_tree(layout)
+    except LayoutError:
+        try:
+            leaf_boxes(layout)
+        except LayoutError:
+            pass
+        return
+    assert leaf_boxes(layout) == expected
 
 
 # --- random layout trees --------------------------------------------------------------------
@@ -304,6 +342,12 @@ def test_random_tree_neighbors(tree: LayoutCell) -> None:
     result = neighbors(rects)
     assert result == painted_neighbors(rects, tree.width, tree.height)
     assert result == neighbors_of_layout(format_layout(tree))
+    assert leaf_boxes(format_layout(tree)) == boxes_of_tree(format_layout(tree))
+    # The Locations' table (read off the leaves) names the same panes, in the same order.
+    assert pane_neighbors(format_layout(tree)) == {
+        f"%{p}": Neighbors(**{d: tuple(f"%{n.pane}" for n in found[d]) for d in DIRECTIONS})
+        for p, found in result.items()
+    }
     for p, per_direction in result.items():
         r = rects[p]
         assert tuple(per_direction) == DIRECTIONS
