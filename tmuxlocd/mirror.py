@@ -128,6 +128,12 @@ class Dirty:
             or bool(self.deferred)
         )
 
+    def only_publish(self) -> bool:
+        """All there is to do is to publish what was applied: no read, nothing deferred."""
+        return self.publish and not (
+            self.full or self.structure or self.layouts or self.windows or self.deferred
+        )
+
 
 @dataclass(frozen=True)
 class Effect:

@@ -138,6 +138,7 @@ class ServerObserver:
         self._stopping = asyncio.Event()
         self._kick = asyncio.Event()  # a barrier is waiting: retry now, not after the backoff
         self._dirty = asyncio.Event()  # the mirror has something to re-read
+        self._sync_idle = False  # the sync loop waits for ``_dirty`` (and does nothing else)
         self._release: asyncio.TimerHandle | None = None  # of windows held for rows (3.3)
         self._task: asyncio.Task[None] | None = None
         # The failure episode under way: one WARNING when it starts, one INFO when it ends.
@@ -538,7 +539,8 @@ class ServerObserver:
                     woken += 1
                     if not self._stopping.is_set():
                         self.mirror.on_waiter_round([text[len(WAITER_MARK) :]])
-                        self._dirty.set()
+                        if not self._publish_applied():
+                            self._dirty.set()
                     if woken == WAITER_CHAIN - 1 and successor is None:
                         successor = await self._spawn_waiter()
                     # Let the sync loop publish (or query) before reading on.
@@ -677,10 +679,28 @@ class ServerObserver:
                 batch = None
         self.hub.update(self.mirror.state())
 
+    def _publish_applied(self) -> bool:
+        """Publish here and now what the mirror applied without a read (a waiter round's
+        rows), when that is all there is to do and the sync loop is idle; False leaves it to
+        that loop.  Handing it over costs the subscribers a turn or two of the event loop
+        (about 0.1 ms of a split's 2 ms at 100 panes, traced), and a publication needs no
+        I/O.  Barriers are left to the sync loop: one asked for marks a full read, which
+        this never does."""
+        mirror = self.mirror
+        if not self._sync_idle or not mirror.dirty.only_publish():
+            return False
+        mirror.take()
+        self.hub.update(mirror.state())
+        return True
+
     async def _sync_loop(self, client: ControlClient) -> None:
         mirror = self.mirror
         while True:
-            await self._dirty.wait()
+            self._sync_idle = True
+            try:
+                await self._dirty.wait()
+            finally:
+                self._sync_idle = False
             self._dirty.clear()
             what = mirror.take()
             if not what:

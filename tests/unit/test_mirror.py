@@ -911,3 +911,20 @@ def test_the_panes_by_window_follow_every_change_of_the_panes(
             w: {p.id for p in ps} for w, ps in group_panes(state.panes).items()
         }
         assert all(state.panes[p.id] is p for ps in state.by_window.values() for p in ps)
+
+
+@pytest.mark.parametrize(
+    ("dirty", "only"),
+    [
+        (Dirty(publish=True), True),
+        (Dirty(), False),
+        (Dirty(publish=True, windows={"@1"}), False),
+        (Dirty(publish=True, layouts=True), False),
+        (Dirty(publish=True, structure=True), False),
+        (Dirty(publish=True, full=True), False),
+        (Dirty(publish=True, deferred={"@1": ["window-layout-changed"]}), False),
+    ],
+)
+def test_only_publish_means_no_read_and_nothing_deferred(dirty: Dirty, only: bool) -> None:
+    # The observer publishes such marks at once, outside its sync loop (no I/O needed).
+    assert dirty.only_publish() is only
