@@ -187,6 +187,9 @@ class LocationBuilder:
     def __init__(self) -> None:
         self._cache: dict[str, tuple[_WindowKey, dict[str, Location]]] = {}
         self.locations: dict[str, Location] = {}
+        # Window id -> its layout string, for the windows whose layout could not be read
+        # (their panes have no neighbours): the shell says so, since tmux never writes one.
+        self.unreadable: dict[str, str] = {}
 
     def build(self, state: ServerState) -> tuple[dict[str, Location], dict[str, Location]]:
         """Bring ``locations`` up to ``state``; return (old, new) of the recomputed panes."""
@@ -215,12 +218,17 @@ class LocationBuilder:
                 cache[wid] = hit
                 continue
             locs = window_locations(server, window, links, sessions, key[4])
+            if locs and not pane_neighbors(window.layout):
+                self.unreadable[wid] = window.layout
+            else:
+                self.unreadable.pop(wid, None)
             if hit is not None:
                 old.update(hit[1])
             new.update(locs)
             cache[wid] = (key, locs)
         for wid in self._cache.keys() - cache.keys():
             old.update(self._cache[wid][1])
+            self.unreadable.pop(wid, None)
         for pane_id in old:
             self.locations.pop(pane_id, None)
         self.locations.update(new)

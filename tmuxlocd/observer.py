@@ -139,6 +139,7 @@ class ServerObserver:
         self._kick = asyncio.Event()  # a barrier is waiting: retry now, not after the backoff
         self._dirty = asyncio.Event()  # the mirror has something to re-read
         self._sync_idle = False  # the sync loop waits for ``_dirty`` (and does nothing else)
+        self._told_unreadable: set[str] = set()  # layouts logged as unreadable (bounded)
         self._release: asyncio.TimerHandle | None = None  # of windows held for rows (3.3)
         self._task: asyncio.Task[None] | None = None
         # The failure episode under way: one WARNING when it starts, one INFO when it ends.
@@ -338,7 +339,7 @@ class ServerObserver:
             # has no panes (its last session may just have been killed: publish that), and
             # is looked at again shortly.
             self.mirror.clear()
-            self.hub.update(self.mirror.state())
+            self._publish()
             self._serve_all()
             return False
         sid = attach_target(sessions)
@@ -677,7 +678,23 @@ class ServerObserver:
                 batch = gen.send(replies)
             except StopIteration:
                 batch = None
+        self._publish()
+
+    def _publish(self) -> None:
+        """Publish the mirror's model; a window layout that could not be read (its panes
+        then have no neighbours) is logged once per layout string."""
         self.hub.update(self.mirror.state())
+        unreadable = self.hub.server(self.socket_path).builder.unreadable
+        for window_id, layout in unreadable.items():
+            if layout not in self._told_unreadable and len(self._told_unreadable) < 64:
+                self._told_unreadable.add(layout)
+                log.warning(
+                    "tmux gave window %s a layout tmuxlocd cannot read; its panes have no "
+                    "neighbours: %r",
+                    window_id,
+                    layout[:200],
+                    extra={"tmux_socket": self.socket_path},
+                )
 
     def _publish_applied(self) -> bool:
         """Publish here and now what the mirror applied without a read (a waiter round's
@@ -690,7 +707,7 @@ class ServerObserver:
         if not self._sync_idle or not mirror.dirty.only_publish():
             return False
         mirror.take()
-        self.hub.update(mirror.state())
+        self._publish()
         return True
 
     async def _sync_loop(self, client: ControlClient) -> None:

@@ -24,7 +24,13 @@ from tmuxlocd.events import (
     pane_key,
 )
 from tmuxlocd.hub import Hub
-from tmuxlocd.location import LocationBuilder, build_locations, changed_fields, text_form
+from tmuxlocd.location import (
+    LocationBuilder,
+    Neighbors,
+    build_locations,
+    changed_fields,
+    text_form,
+)
 from tmuxlocd.model import (
     PANE_FORMAT,
     SESSION_FORMAT,
@@ -187,6 +193,18 @@ def test_builder_recomputes_only_changed_windows() -> None:
     assert set(old) == set(new) == {"%2"}  # only the renamed window's pane
     assert builder.locations["%2"].window.name == "LOGS"
     assert builder.locations["%0"] is first["%0"]
+
+
+def test_builder_names_windows_whose_layout_it_cannot_read() -> None:
+    builder = LocationBuilder()
+    builder.build(state())
+    assert builder.unreadable == {}
+    odd = [w.replace("afbf,158x40,0,0,2", "not a layout") for w in WINDOWS]
+    builder.build(state_from_rows(SOCK, 4242, SESSIONS, odd, PANES))
+    assert builder.unreadable == {"@1": "not a layout"}
+    assert builder.locations["%2"].neighbors == Neighbors()
+    builder.build(state())  # read again once tmux gives a layout
+    assert builder.unreadable == {}
 
 
 def test_home_session_is_lowest_id() -> None:
