@@ -96,7 +96,7 @@ async def workload(
             "-d",
             str(int(seconds) + 2),
             "-r",
-            "250",
+            "1000",
             "-f",
             "raw",
             "-o",

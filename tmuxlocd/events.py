@@ -113,8 +113,13 @@ def diff(
             removed.append(PaneRemoved(pane=pane_id, server=a.server.socket_path, last=a))
         elif a is None:
             rest.append(PaneAdded(location=b))
-        elif a != b:
-            rest.append(PaneChanged(location=b, changed=tuple(changed_fields(a, b, shared))))
+        elif a is not b:
+            # changed_fields says whether anything differs, at a fraction of a deep compare
+            # of the two Locations first (their parts are compared by identity, and a
+            # window's parts once for all its panes).
+            changed = changed_fields(a, b, shared)
+            if changed:
+                rest.append(PaneChanged(location=b, changed=tuple(changed)))
     return removed + rest
 
 

@@ -117,11 +117,15 @@ def window_locations(
     links: list[Winlink],
     sessions: Mapping[str, Session],
     panes: Iterable[Pane],
+    refs: dict[str, tuple[Pane, PaneRef]] | None = None,
 ) -> dict[str, Location]:
     """The Locations of one window's panes.
 
     ``links`` must be sorted by session id: the first is the window's home (SPEC §3: the
     linking session with the lowest id, stable whichever session a user types in).
+    ``refs`` (pane id -> the Pane and the PaneRef made of it) is read and kept up to date:
+    a pane whose row is the same object as last time keeps its PaneRef, which a diff then
+    passes over by identity (a split rebuilds every pane of its window, and changes two).
     """
     if not links:
         return {}
@@ -147,11 +151,11 @@ def window_locations(
     table = pane_neighbors(window.layout)
     out: dict[str, Location] = {}
     for pane in panes:
-        out[pane.id] = Location(
-            server=server,
-            session=session,
-            window=wref,
-            pane=PaneRef(
+        kept = refs.get(pane.id) if refs is not None else None
+        if kept is not None and kept[0] is pane:
+            ref = kept[1]
+        else:
+            ref = PaneRef(
                 id=pane.id,
                 index=pane.index,
                 active=pane.active,
@@ -162,7 +166,14 @@ def window_locations(
                 width=pane.width,
                 height=pane.height,
                 dead=pane.dead,
-            ),
+            )
+            if refs is not None:
+                refs[pane.id] = (pane, ref)
+        out[pane.id] = Location(
+            server=server,
+            session=session,
+            window=wref,
+            pane=ref,
             neighbors=table.get(pane.id, NO_NEIGHBORS),
             links=others,
         )
@@ -190,10 +201,16 @@ class LocationBuilder:
         # Window id -> its layout string, for the windows whose layout could not be read
         # (their panes have no neighbours): the shell says so, since tmux never writes one.
         self.unreadable: dict[str, str] = {}
+        # Kept from one build to the next, so that what did not change is the same object
+        # (window_locations' ``refs``; the server's ref while its pid stays).
+        self._refs: dict[str, tuple[Pane, PaneRef]] = {}
+        self._server: ServerRef | None = None
 
     def build(self, state: ServerState) -> tuple[dict[str, Location], dict[str, Location]]:
         """Bring ``locations`` up to ``state``; return (old, new) of the recomputed panes."""
-        server = ServerRef(socket_path=state.socket_path, pid=state.pid)
+        server = self._server
+        if server is None or server.socket_path != state.socket_path or server.pid != state.pid:
+            server = self._server = ServerRef(socket_path=state.socket_path, pid=state.pid)
         links_of: dict[str, list[Winlink]] = {}
         for link in state.winlinks:  # sorted by session id, then index
             links_of.setdefault(link.window_id, []).append(link)
@@ -217,7 +234,7 @@ class LocationBuilder:
             if hit is not None and hit[0] == key:
                 cache[wid] = hit
                 continue
-            locs = window_locations(server, window, links, sessions, key[4])
+            locs = window_locations(server, window, links, sessions, key[4], self._refs)
             if locs and not pane_neighbors(window.layout):
                 self.unreadable[wid] = window.layout
             else:
@@ -231,6 +248,8 @@ class LocationBuilder:
             self.unreadable.pop(wid, None)
         for pane_id in old:
             self.locations.pop(pane_id, None)
+            if pane_id not in new:
+                self._refs.pop(pane_id, None)
         self.locations.update(new)
         self._cache = cache
         return old, new

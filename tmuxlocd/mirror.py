@@ -41,7 +41,7 @@ from tmuxlocd.model import (
     group_panes,
     id_number,
     join_rows,
-    parse_message_panes,
+    parse_message_pane,
     parse_pane_row,
     parse_session_row,
     parse_window_query,
@@ -183,6 +183,12 @@ class ServerMirror:
         # per change, and the location builder grouped them all again.  None: rebuilt from
         # ``panes`` when next needed (after a full read).
         self._grouped: dict[str, tuple[Pane, ...]] | None = None
+        # (window id, a hook's word for a pane) -> the Pane it was read as.  A split or kill
+        # changes one or two panes of a window whose rows name them all: the others are
+        # taken as they were (no parse), and stay the very objects the model holds, which
+        # the location builder sees without comparing them (about 80 µs of a split's
+        # 0.3 ms at 26 panes).
+        self._pane_words: dict[tuple[str, str], Pane] = {}
         self.dirty = Dirty()
         self.hooks_installed = False
         self.hooks_wanted = False  # the daemon installs hooks here (not --no-hooks)
@@ -209,6 +215,7 @@ class ServerMirror:
         """The server has no session, or is gone: an empty model."""
         self.sessions, self.winlinks, self.windows, self.panes = {}, (), {}, {}
         self._grouped = None
+        self._pane_words = {}
 
     def state(self) -> ServerState:
         return ServerState(
@@ -393,7 +400,7 @@ class ServerMirror:
             return
         zoomed, layout = words[2], words[3]
         try:
-            panes = parse_message_panes(window_id, words[4:])
+            panes = self._message_panes(window_id, words[4:])
         except RowError:
             panes = ()
         if zoomed not in ("0", "1") or not layout or not panes:
@@ -431,6 +438,19 @@ class ServerMirror:
         )
         self._replace_panes(window_id, panes)
 
+    def _message_panes(self, window_id: str, words: Sequence[str]) -> tuple[Pane, ...]:
+        """``parse_message_panes``, each word read once (``_pane_words``)."""
+        memo = self._pane_words
+        if len(memo) > 2 * len(self.panes) + 256:
+            memo.clear()  # words of panes long changed or gone
+        out: list[Pane] = []
+        for word in words:
+            pane = memo.get((window_id, word))
+            if pane is None:
+                pane = memo[(window_id, word)] = parse_message_pane(window_id, word)
+            out.append(pane)
+        return tuple(out)
+
     def _pane_ids_of(self, window_id: str) -> list[str]:
         """The ids of the window's panes in the model, in the order its rows gave them."""
         return [pane.id for pane in self._by_window().get(window_id, ())]
@@ -440,6 +460,8 @@ class ServerMirror:
         the end, in their order."""
         model = self.panes
         grouped = self._by_window()
+        # A pane read as it was is kept as the object the model holds (``_pane_words``).
+        panes = [was if (was := model.get(p.id)) is not None and was == p else p for p in panes]
         for pane in grouped.get(window_id, ()):
             if model.get(pane.id) is pane:  # not moved by another window's rows since
                 del model[pane.id]
@@ -574,7 +596,7 @@ class ServerMirror:
                     self.mark(structure=True, windows=(window_id,))
                     continue
                 zoomed, layout = words[2], words[3]
-                self._apply_rows(known, zoomed, layout, parse_message_panes(window_id, words[4:]))
+                self._apply_rows(known, zoomed, layout, self._message_panes(window_id, words[4:]))
                 self._answer_hold(window_id)
             return
         windows = set(what.windows)

@@ -205,15 +205,17 @@ def parse_pane_row(row: str) -> Pane:
     return _pane(_fields(row, "P", 12)[1:], row)
 
 
+def parse_message_pane(window_id: str, word: str) -> Pane:
+    """One pane of a window from the word ``MESSAGE_PANE_FORMAT`` made of it."""
+    parts = word.split(".")
+    if len(parts) != len(_PANE_FIELDS) - 1:
+        raise RowError(f"expected {len(_PANE_FIELDS) - 1} pane fields, got {word!r}")
+    return _pane([window_id, *parts], word)
+
+
 def parse_message_panes(window_id: str, words: Iterable[str]) -> tuple[Pane, ...]:
     """The panes of one window from the words ``MESSAGE_PANE_FORMAT`` made."""
-    panes = []
-    for word in words:
-        parts = word.split(".")
-        if len(parts) != len(_PANE_FIELDS) - 1:
-            raise RowError(f"expected {len(_PANE_FIELDS) - 1} pane fields, got {word!r}")
-        panes.append(_pane([window_id, *parts], word))
-    return tuple(panes)
+    return tuple(parse_message_pane(window_id, word) for word in words)
 
 
 def parse_pane_window_row(row: str) -> tuple[Pane, Window]:

@@ -200,6 +200,38 @@ def test_a_hook_message_with_the_panes_updates_the_window_without_a_query() -> N
     assert next(mirror.reread(Dirty(publish=True)), None) is None
 
 
+def test_rows_that_name_a_pane_as_it_was_keep_the_models_object() -> None:
+    """A split changes two panes of a window whose rows name them all: the others stay the
+    objects the model holds (what the location builder compares by identity)."""
+    mirror = fresh("3.4")
+    with_two_panes(mirror)
+    first = (
+        "tmuxlocd window-layout-changed @7 0 b25d,80x24,0,0[80x12,0,0,1,80x11,0,13,2] "
+        "%1.0.0./dev/pts/1.10.0.0.80.12.0 %2.1.1./dev/pts/2.20.0.13.80.11.0"
+    )
+    mirror.on_event(Message(text=first))
+    mirror.take()
+    one, two = mirror.panes["%1"], mirror.panes["%2"]
+    second = (
+        "tmuxlocd window-layout-changed @7 0 L3 "
+        "%1.0.0./dev/pts/1.10.0.0.80.12.0 %2.1.1./dev/pts/2.20.0.13.40.11.0 "
+        "%3.2.0./dev/pts/3.30.41.13.39.11.0"
+    )
+    mirror.on_event(Message(text=second))
+    assert mirror.take() == Dirty(publish=True)
+    assert mirror.panes["%1"] is one
+    assert mirror.panes["%2"] is not two and mirror.panes["%2"].width == 40
+    assert mirror.panes["%3"].left == 41
+    grouped = mirror.state().by_window
+    assert grouped is not None and grouped["@7"][0] is one
+    # The same word in another window is another pane (its window id is part of it).
+    mirror.windows["@8"] = Window(id="@8", name="v", layout="old", zoomed=False)
+    moved = "tmuxlocd window-layout-changed @8 0 L8 %1.0.0./dev/pts/1.10.0.0.80.12.0"
+    mirror.on_event(Message(text=moved))
+    mirror.take()
+    assert mirror.panes["%1"].window_id == "@8"
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -662,6 +694,7 @@ def test_a_layout_change_rereads_that_window_only(capture: Path) -> None:
     data = load(capture)
     mirror = fresh(data["version"])
     full_read(mirror, data["before"])
+    before = dict(mirror.panes)
     after = data["after_split_in_other"]
     mirror.on_event(LayoutChange(window_id="@2", layout="x", visible_layout="x", flags=""))
     gen = mirror.reread(mirror.take())
@@ -672,6 +705,12 @@ def test_a_layout_change_rereads_that_window_only(capture: Path) -> None:
     assert set(mirror.panes) == {"%0", "%1", "%2", "%3", "%4"}
     assert mirror.panes["%4"].window_id == "@2"
     assert not mirror.dirty  # the window is linked: nothing more to read
+    # The panes of other windows are untouched, and a pane the reply shows as it was stays
+    # the object the model held (the location builder passes over it by identity).
+    assert all(mirror.panes[p] is before[p] for p in before if before[p].window_id != "@2")
+    again = {p: mirror.panes[p] for p in mirror.panes}
+    mirror.apply_window("@2", ok(after["window_panes"]["@2"]))
+    assert all(mirror.panes[p] is again[p] for p in again)
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)

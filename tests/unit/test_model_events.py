@@ -287,6 +287,34 @@ def test_replaying_diff_gives_new_state(a: ServerState, b: ServerState) -> None:
     assert diff(new, new) == []
 
 
+@settings(max_examples=200, deadline=None)
+@given(random_state(), random_state(), st.booleans())
+def test_a_builder_kept_from_state_to_state_agrees_with_a_fresh_one(
+    a: ServerState, b: ServerState, share: bool
+) -> None:
+    """What a builder keeps between builds (the windows' inputs, each pane's PaneRef while its
+    row is the same object, the server's ref) never shows: its Locations are a fresh build's,
+    and its diff turns the old ones into the new.  ``share``: ``b`` holds ``a``'s very Pane
+    objects where the rows are equal, as the mirror's states do."""
+    if share:
+        same = {p: p for p in a.panes.values()}
+        panes = {pid: same.get(p, p) for pid, p in b.panes.items()}
+        b = msgspec.structs.replace(b, panes=panes, by_window=None)
+    builder = LocationBuilder()
+    builder.build(a)
+    before = dict(builder.locations)
+    old, new = builder.build(b)
+    assert builder.locations == build_locations(b)
+    replica: dict[str, object] = {}
+    apply(replica, SnapshotEvent(panes=tuple(before.values())))  # type: ignore[arg-type]
+    for event in diff(old, new):
+        apply(replica, event)  # type: ignore[arg-type]
+    assert replica == {pane_key(SOCK, k): v for k, v in builder.locations.items()}
+    for pane_id, loc in builder.locations.items():
+        if pane_id in before and a.panes.get(pane_id) is b.panes[pane_id]:
+            assert loc.pane is before[pane_id].pane  # kept, and passed over by identity
+
+
 # ----------------------------------------------------------------------------------------------
 # Hub: ids, ring, resume, lagged subscribers.
 
