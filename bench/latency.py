@@ -1,4 +1,4 @@
-"""B3 (one subscriber) and B7 alone, on one or more tmux binaries.
+"""B3 (one subscriber and 100) and B7 alone, on one or more tmux binaries.
 
     python -m bench.latency [--quick] [--sizes 10,100,1000] [--tmux-versions 3.4,3.6b]
         [--tmux PATH ...] [--rounds R] [--out FILE]
@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench.fanout_proc import ProbeProc
 from bench.report import build_rows, goal_table, hook_gaps, summary
 from bench.runner import (
     Daemon,
@@ -79,12 +80,14 @@ def tmux_first_on_path(tmux: str) -> Iterator[None]:
 async def measure_size(
     tmux: str, panes: int, plan: Plan, res: Results, *, b7: bool, rnd: int
 ) -> None:
-    """One fresh server of ``panes`` panes and a daemon on it: B3 with one subscriber in the
+    """One fresh server of ``panes`` panes and a daemon on it: B3 with one subscriber and
+    with ``plan.many_subs`` (held by ``bench.fanout_probe``, as in ``python -m bench``) in the
     observer's session and in another, and (``b7``) the tmux CPU each split costs."""
     farm = Farm(tmux, panes)
     bus = Bus()
     daemon: Daemon | None = None
     subs = Subscribers(bus)
+    held = ProbeProc()
     try:
         await asyncio.to_thread(farm.build, list(PANE_CMD), str(REPO))
         first = pick_targets(farm, "$0")
@@ -96,9 +99,22 @@ async def measure_size(
         await daemon.start()
         attached = observer_session(farm, daemon)
         targets = pick_targets(farm, attached)
+        # One subscriber, then many: how the rows reach the daemon differs by version (3.3:
+        # its waiter client; 3.4+: a %message on its control connection), and with it how
+        # much of the machine tmux takes while the daemon writes to every stream.
+        await held.start()
         await propagation_rows(
-            farm, bus, subs, daemon.socket, targets, (1,), plan.props(panes), res
+            farm,
+            bus,
+            subs,
+            daemon.socket,
+            targets,
+            (1, plan.many_subs),
+            plan.props(panes),
+            res,
+            held,
         )
+        await held.stop()
         if b7:
             # The daemon's idle cost (its digest) over the splits' wall time is taken off
             # by the report, from the idle intervals measured with and without it.
@@ -123,6 +139,7 @@ async def measure_size(
             log("daemon log tail:\n" + daemon.tail())
         raise
     finally:
+        await held.stop()
         subs.close()
         if daemon is not None:
             await daemon.stop()
@@ -194,6 +211,12 @@ async def run_version(tmux: str, plan: Plan, rounds: int) -> Results:
     return res
 
 
+def plan_many(res: Results, panes: int) -> int:
+    """The largest number of subscribers B3 was measured with at ``panes``."""
+    counts = {int(k.split()[2]) for k in res.series if k.startswith("B3 attached ")}
+    return max((c for c in counts if res.get(f"B3 attached {c} last", panes)), default=1)
+
+
 def section(res: Results) -> str:
     """A results section for one tmux version: the goal rows, and the load it ran under."""
     rows = build_rows(res)
@@ -208,13 +231,15 @@ def section(res: Results) -> str:
     b3 = []
     for p in res.facts.get("sizes", []):
         for where, alt in (("attached", "cm"), ("other", "hook")):
-            mine = res.get(f"B3 {where} 1 first", p)
-            other = res.get(f"B3 {where} 1 {alt}", p)
-            if mine and other:
-                b3.append(
-                    f"{where} {p}: n={len(mine)}, daemon {fmt_ms(median(mine))}, "
-                    f"alternative {fmt_ms(median(other))}"
-                )
+            for count in sorted({1, plan_many(res, p)}):
+                key, metric = str(count), "last" if count > 1 else "first"
+                mine = res.get(f"B3 {where} {key} {metric}", p)
+                other = res.get(f"B3 {where} {key} {alt}", p)
+                if mine and other:
+                    b3.append(
+                        f"{where} {p} ({key} subscriber(s)): n={len(mine)}, daemon "
+                        f"{fmt_ms(median(mine))}, alternative {fmt_ms(median(other))}"
+                    )
     parts = [
         f"## B3 and B7 on {res.facts.get('tmux')}",
         "",
