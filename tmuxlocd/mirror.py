@@ -186,8 +186,8 @@ class ServerMirror:
         # (window id, a hook's word for a pane) -> the Pane it was read as.  A split or kill
         # changes one or two panes of a window whose rows name them all: the others are
         # taken as they were (no parse), and stay the very objects the model holds, which
-        # the location builder sees without comparing them (about 80 µs of a split's
-        # 0.3 ms at 26 panes).
+        # the location builder sees without comparing them (a split's rows at 1,000 panes,
+        # 26 of them, traced in the daemon: applied in 0.12 ms instead of 0.17).
         self._pane_words: dict[tuple[str, str], Pane] = {}
         self.dirty = Dirty()
         self.hooks_installed = False

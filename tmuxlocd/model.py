@@ -213,11 +213,6 @@ def parse_message_pane(window_id: str, word: str) -> Pane:
     return _pane([window_id, *parts], word)
 
 
-def parse_message_panes(window_id: str, words: Iterable[str]) -> tuple[Pane, ...]:
-    """The panes of one window from the words ``MESSAGE_PANE_FORMAT`` made."""
-    return tuple(parse_message_pane(window_id, word) for word in words)
-
-
 def parse_pane_window_row(row: str) -> tuple[Pane, Window]:
     parts = _fields(row, "Q", 15)
     pane = _pane(parts[1:12], row)
