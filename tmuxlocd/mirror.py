@@ -439,7 +439,7 @@ class ServerMirror:
         self._replace_panes(window_id, panes)
 
     def _message_panes(self, window_id: str, words: Sequence[str]) -> tuple[Pane, ...]:
-        """``parse_message_panes``, each word read once (``_pane_words``)."""
+        """The window's panes from a hook's words, each word parsed once (``_pane_words``)."""
         memo = self._pane_words
         if len(memo) > 2 * len(self.panes) + 256:
             memo.clear()  # words of panes long changed or gone
