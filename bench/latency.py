@@ -114,6 +114,9 @@ async def measure_size(
             res,
             held,
         )
+        # B7 times its splits with one subscriber: the 100 streams would put the daemon's
+        # writes to each of them inside every split's window.  (The finally stops them on
+        # an error too; stopping twice is a no-op.)
         await held.stop()
         if b7:
             # The daemon's idle cost (its digest) over the splits' wall time is taken off
