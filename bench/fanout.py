@@ -294,6 +294,81 @@ async def split_floor(
         if server.returncode is None:
             server.terminate()
         await server.communicate()
+    await waiter_floor(farm, plan, res, targets, size, control, split, kill, pattern)
+
+
+async def waiter_floor(
+    farm: Farm,
+    plan: FanPlan,
+    res: Results,
+    targets: Targets,
+    size: int,
+    control: list[str],
+    split: list[str],
+    kill: list[str],
+    pattern: str,
+) -> None:
+    """On tmux 3.3 only, B3's floor on the daemon's own path there: ``bench.fanout_floor``
+    with its own control client attached to the observer's session (as the daemon's is),
+    the daemon's hooks installed and its hook waiter client, publishing on the waiter's rows
+    (the new pane's tty and pid come no other way on 3.3 without waiting for the split's
+    command to end).  What the daemon spends above this is its own; what this spends above
+    the floor on the ``%layout-change`` is the cost of 3.3's path on this machine."""
+    from tmuxlocd.hub import Hub
+    from tmuxlocd.mirror import install_hooks, remove_hooks, uses_message_hooks
+    from tmuxlocd.observer import WAITER_CHAIN, ServerObserver
+
+    version = farm.run("display-message", "-p", "#{version}").strip()
+    if uses_message_hooks(version):
+        return
+    panes, count = farm.total, plan.counts[1]
+    observer = ServerObserver(Hub(), farm.socket, tmux=farm.tmux, hooks=True)
+    mirror = observer.mirror
+    mirror.version, mirror.client_name = version, "{client}"
+    sock, fifo = str(farm.dir / "floor-rows.sock"), str(farm.dir / "floor-rows.fifo")
+    for argv in install_hooks(mirror, observer.channel):
+        farm.run(*argv)
+    probe = ProbeProc()
+    server: asyncio.subprocess.Process | None = None
+    try:
+        server = await start_floor(
+            sock,
+            fifo,
+            "--line-bytes",
+            str(max(size - 8, 100)),
+            "--control-argv",
+            json.dumps(control),
+            "--rows-argv",
+            json.dumps(observer.waiter_argv()),
+            "--rows-chain",
+            str(WAITER_CHAIN),
+        )
+        log(f"{panes} panes: the floor on 3.3's rows, {count} subscriber(s)")
+        await probe.start()
+        await probe.job("attach", argv=control)
+        await probe.job("connect", socket=sock, target=TARGET, n=count)
+        farm.run("set-hook", "-g", B3_HOOK, HOOK)
+        try:
+            out = await probe.job(
+                "changes", split=split, kill=kill, k=plan.changes, gap_s=plan.gap_s,
+                control=pattern,
+            )  # fmt: skip
+        finally:
+            farm.run("set-hook", "-gu", B3_HOOK, check=False)
+        name = f"B3 floor rows attached {count}"
+        res.add(f"{name} first", panes, out["first"])
+        res.add(f"{name} last", panes, out["last"])
+        res.add(f"{name} cm", panes, out["control"])
+        if out["misses"]:
+            res.misses.append(f"{name} at {panes} panes: {out['misses']} timed out")
+    finally:
+        await probe.stop()
+        if server is not None:
+            if server.returncode is None:
+                server.terminate()
+            await server.communicate()
+        for argv in remove_hooks(mirror):
+            farm.run(*argv, check=False)
 
 
 def rows(res: Results) -> list[Row]:

@@ -21,12 +21,21 @@ panes than at its last layout change (or it is the window's first), a ``pane.rem
 fewer.  That is the floor of a publication made while tmux is still busy with the split (its
 fork of the new pane, its other clients): the daemon publishes then too, on the same 2 cores.
 
+With ``--rows-argv JSON`` as well (tmux 3.3), it publishes on the rows of the daemon's own
+hooks instead, as the daemon does there: those argv are the daemon's hook waiter client
+(``ServerObserver.waiter_argv``, ``{client}`` standing for its control client's name, which
+is this process's own), started anew every ``--rows-chain`` rounds as the daemon does, and each
+round's rows (``|<count> @W <zoomed> <layout> <pane> ...``) are a ``pane.added`` or
+``pane.removed`` by their count of panes.  The hooks are the caller's to install.  That is the
+floor of a publication on 3.3's path: the rows come by another tmux client, after the
+``%layout-change``.
+
 With ``--snapshot-bytes N`` the snapshot each connection starts with is a line of N bytes:
 B9's floor, what delivering the daemon's snapshots to every subscriber that reconnects after
 a restart costs this machine with nothing else done (no model, no HTTP parsing, no identity).
 
     python -m bench.fanout_floor --path SOCKET --fifo FIFO [--write transport|send]
-        [--snapshot-bytes N] [--control-argv JSON]
+        [--snapshot-bytes N] [--control-argv JSON [--rows-argv JSON --rows-chain N]]
 """
 
 from __future__ import annotations
@@ -41,6 +50,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+
+from tmuxlocd.observer import WAITER_MARK
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nCache-Control: no-cache\r\n"
@@ -78,6 +89,27 @@ def layout_kind(line: bytes, panes_of: dict[bytes, int]) -> str | None:
     if before is None or count > before:
         return "pane.added"
     return "pane.removed" if count < before else None
+
+
+def rows_kinds(line: bytes, mark: bytes, panes_of: dict[bytes, int]) -> list[str]:
+    """What one round of the daemon's 3.3 hook waiter tells (``mark``, then per firing of a
+    hook ``|<count> @W <zoomed> <layout> <pane> ...``): for each window, ``pane.added`` /
+    ``pane.removed`` by its count of panes against the last, as ``layout_kind`` does."""
+    if not line.startswith(mark):
+        return []
+    kinds: list[str] = []
+    for entry in line[len(mark) :].split(b"|")[1:]:
+        words = entry.split(b" ")
+        if len(words) < 5:
+            continue
+        window, count = words[1], len(words) - 4
+        before = panes_of.get(window)
+        panes_of[window] = count
+        if before is None or count > before:
+            kinds.append("pane.added")
+        elif count < before:
+            kinds.append("pane.removed")
+    return kinds
 
 
 class Lines(asyncio.SubprocessProtocol):
@@ -125,7 +157,14 @@ class Stream(asyncio.Protocol):
 
 
 async def serve(
-    path: str, fifo: str, how: str, size: int, snapshot_bytes: int, control: list[str] | None
+    path: str,
+    fifo: str,
+    how: str,
+    size: int,
+    snapshot_bytes: int,
+    control: list[str] | None,
+    rows: list[str] | None = None,
+    chain: int = 0,
 ) -> None:
     loop = asyncio.get_running_loop()
     streams: list[Stream] = []
@@ -166,19 +205,53 @@ async def serve(
             send("pane.added" if word.strip() == b"added" else "pane.removed")
 
     loop.add_reader(fd, publish)
+    waiters: list[tuple[asyncio.SubprocessTransport, Lines]] = []
+    mark = WAITER_MARK.encode()
+
+    async def start_waiter(argv: list[str]) -> None:
+        served = 0
+
+        def on_round(line: bytes) -> None:
+            nonlocal served
+            if not line.startswith(mark):
+                return
+            served += 1
+            for kind in rows_kinds(line, mark, panes_of):
+                send(kind)
+            if served == chain - 1:
+                # The next one waits before this one's last round, as the daemon's does.
+                waiting.append(loop.create_task(start_waiter(argv)))
+
+        waiter, protocol = await loop.subprocess_exec(
+            lambda: Lines(on_round),
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={"PATH": os.environ.get("PATH", os.defpath)},
+            start_new_session=True,
+        )
+        waiters.append((waiter, protocol))
+
+    waiting: list[asyncio.Task[None]] = []
+    panes_of: dict[bytes, int] = {}
     tmux: asyncio.SubprocessTransport | None = None
     tmux_in: asyncio.BaseTransport | None = None
     lines: Lines | None = None
     if control is not None:
         # Ready once tmux answers a command through it: it is attached, and sees what follows.
         attached = asyncio.Event()
-        panes_of: dict[bytes, int] = {}
+
+        name: list[str] = []
+        session_changed = asyncio.Event()
 
         def on_line(line: bytes) -> None:
-            if line == b"floor-attached":
+            if line.startswith(b"%session-changed "):
+                session_changed.set()
+            elif line.startswith(b"floor-attached "):
+                name.append(line.split(b" ", 1)[1].decode())
                 attached.set()
-            kind = layout_kind(line, panes_of)
-            if kind is not None:
+            elif rows is None and (kind := layout_kind(line, panes_of)) is not None:
                 send(kind)
 
         tmux, lines = await loop.subprocess_exec(
@@ -190,9 +263,14 @@ async def serve(
         )
         tmux_in = tmux.get_pipe_transport(0)
         assert isinstance(tmux_in, asyncio.WriteTransport)
-        tmux_in.write(b"display-message -p floor-attached\n")
         async with asyncio.timeout(30):
+            # tmux 3.3 may answer a new control client's command before its attach
+            # completes, with an empty #{client_name}: %session-changed says it is done.
+            await session_changed.wait()
+            tmux_in.write(b"display-message -p 'floor-attached #{client_name}'\n")
             await attached.wait()
+        if rows is not None:
+            await start_waiter([word.replace("{client}", name[0]) for word in rows])
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -201,6 +279,16 @@ async def serve(
     print(json.dumps({"loops": loops}), flush=True)
     loop.remove_reader(fd)
     os.close(fd)
+    for waiter, _ in waiters:
+        # Ours, blocked in wait-for: ended by their pid.
+        if waiter.get_returncode() is None:
+            waiter.kill()
+    for waiter, ended in waiters:
+        # Closed once reaped: a close before would reap it itself, under the loop's watcher.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(10):
+                await ended.exited.wait()
+        waiter.close()
     if tmux is not None and tmux_in is not None and lines is not None:
         tmux_in.close()  # tmux -C ends at the end of its input
         with contextlib.suppress(TimeoutError):
@@ -221,7 +309,11 @@ def main() -> None:
     parser.add_argument("--line-bytes", type=int, default=1000)
     parser.add_argument("--snapshot-bytes", type=int, default=200)
     parser.add_argument("--control-argv", type=json.loads, default=None)
+    parser.add_argument("--rows-argv", type=json.loads, default=None)
+    parser.add_argument("--rows-chain", type=int, default=0)
     args = parser.parse_args()
+    if args.rows_argv is not None and (args.control_argv is None or args.rows_chain < 2):
+        parser.error("--rows-argv needs --control-argv and a --rows-chain of 2 or more")
     asyncio.run(
         serve(
             args.path,
@@ -230,6 +322,8 @@ def main() -> None:
             args.line_bytes,
             args.snapshot_bytes,
             args.control_argv,
+            args.rows_argv,
+            args.rows_chain,
         )
     )
 

@@ -297,6 +297,22 @@ def build_rows(res: Results) -> list[Row]:
                         f"{alt_name} {fmt_ms(median(floor_alt))} (same samples)",
                         median(floor) - median(floor_alt),
                     )
+                rows_floor, rows_alt = (
+                    series(f"B3 floor rows {where} {nsubs_key} last", p),
+                    series(f"B3 floor rows {where} {nsubs_key} cm", p),
+                )
+                if rows_floor and rows_alt:
+                    # bench.fanout.waiter_floor (tmux 3.3): the same, on the rows the
+                    # daemon's hooks hand its waiter client, which is when the daemon can
+                    # know the new pane there.
+                    beside(
+                        "… the floor on tmux 3.3's path: the same writes on the rows of the "
+                        "daemon's hooks and waiter client, its own control client attached",
+                        p,
+                        rows_floor,
+                        f"{alt_name} {fmt_ms(median(rows_alt))} (same samples)",
+                        median(rows_floor) - median(rows_alt),
+                    )
                 if nsubs_key > 1:
                     first = series(f"{label} first", p)
                     if first:
@@ -645,7 +661,10 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
   split's rows come (3.3: the waiter's round; 3.4+: the hook's `%message`), which is as soon
   as the daemon can know the new pane; "the floor" (`bench.fanout.split_floor`) writes the
   bytes of a split to 100 streams the moment its own control client reads the
-  `%layout-change`, with the daemon stopped.
+  `%layout-change`, with the daemon stopped.  On tmux 3.3 a third (since 2026-12-03):
+  "the floor on tmux 3.3's path" (`bench.fanout.waiter_floor`) makes the same writes when
+  the daemon's own waiter client prints the split's rows, with the daemon's hooks installed
+  and its own control client attached to the observer's session, as the daemon's is.
 - B5/B7: CPU from `/proc/<pid>/stat` (utime+stime). B7 splits and kills over a control
   connection (no client start-up), 40 ms apart, with the daemon waiting for its event of each
   change, and without the daemon; the difference, less the daemon's idle cost over the same

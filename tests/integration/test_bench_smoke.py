@@ -47,6 +47,9 @@ def test_quick_run_writes_a_table(tmp_path: Path) -> None:
     # The floors on a real split (bench.fanout.split_floor): B3's row and B8's comparison.
     assert "| B3 | … the floor: a process that only writes" in text
     assert "floor on the split (written on its %layout-change" in text
+    # tmux 3.3 and older: the floor on the daemon's path there (bench.fanout.waiter_floor).
+    if any(f"; tmux {v}" in text for v in ("3.2", "3.3")):
+        assert "| B3 | … the floor on tmux 3.3's path: the same writes" in text
     # What a turn of tmux's loop costs it (bench.tmux_costs).
     assert "| B7 | tmux alone: server CPU of one `display-message -p`" in text
     # tmux alone with the daemon's hooks (bench.runner.hook_floor).
