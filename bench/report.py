@@ -201,7 +201,15 @@ def build_rows(res: Results) -> list[Row]:
         for conns, least in ((8, 0.8), (1, None)):
             mine, floor = series(f"B2 {conns} self", p), series(f"B2 {conns} floor", p)
             if mine and floor:
-                r = median(mine) / median(floor)
+                # Each round measures both, one right after the other: the median of those
+                # pairs' ratios, so that a change in the machine's other load between rounds
+                # falls on both sides of a pair (the ratio of two medians mixes rounds).
+                paired = len(mine) == len(floor)
+                r = (
+                    median([m / f for m, f in zip(mine, floor, strict=True)])
+                    if paired
+                    else median(mine) / median(floor)
+                )
                 add(
                     Row(
                         "B2",
@@ -639,7 +647,8 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
   libtmux `Pane.from_pane_id` (one Server object reused); the tty-checked read of per-turn
   context plugins (`ps -o tty=`, `display-message` of `pane_tty`, then of the fields).
 - B2: closed-loop keep-alive clients on asyncio streams (each sends its next request when the
-  previous answer is complete); rounds alternate which server goes first.
+  previous answer is complete); rounds alternate which server goes first, and the ratio is
+  the median of each round's pair (since 2026-12-03; before, the ratio of the two medians).
 - B3: from spawning `tmux split-window -d` (subprocess) until a subscriber of
   `/v1/events?format=ndjson` has the `pane.added` line (timestamped in the socket callback,
   before parsing). Next to it in the same samples: a bare control client
