@@ -147,6 +147,10 @@ class Effect:
     # coming when a path is missing (hooks off and no snippet) or tmux announces nothing
     # (respawn, renumbering).
     caught: str | None = None
+    # tmux 3.3: the layout of a window held for the waiter's rows, which are on their way by
+    # another client.  What can be made of the layout alone (the window's neighbours) may be
+    # made now, off the rows' path: the rows bring the same layout string.
+    rows_due: str | None = None
 
 
 NOTHING = Effect()
@@ -296,6 +300,7 @@ class ServerMirror:
                 if known is None or known.layout != layout:
                     self._hold_generation += 1
                     self._held[w] = Hold(layout=layout, generation=self._hold_generation)
+                    return Effect(rows_due=layout)
             case WindowPaneChanged(window_id=w, pane_id=p) if w in self._held:
                 self._held[w].active = p
             case WindowPaneChanged(window_id=w, pane_id=p) if (

@@ -36,6 +36,7 @@ from tmuxlocd.config import Config
 from tmuxlocd.control import ControlClient, reap, tmux_env
 from tmuxlocd.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
 from tmuxlocd.hub import Hub
+from tmuxlocd.location import pane_neighbors
 from tmuxlocd.mirror import (
     HOOK_INDEX,
     HOOKS,
@@ -576,6 +577,11 @@ class ServerObserver:
             )
         if effect.stray is not None:
             log.debug("stray line from tmux: %r", effect.stray)
+        if effect.rows_due is not None:
+            # Until the waiter's rows come (a process of tmux's away, on a machine still busy
+            # with the split) the loop is idle: the window's neighbours are computed now
+            # (cached by layout string), not after the rows, when every subscriber waits.
+            pane_neighbors(effect.rows_due)
         if effect.caught is not None:
             entry = self.hub.server(self.socket_path)
             entry.safety_net_catches += 1

@@ -507,6 +507,22 @@ def test_a_3_3_layout_change_waits_for_the_waiters_rows_instead_of_a_query() -> 
     assert mirror.windows["@7"].layout == SPLIT_LAYOUT
 
 
+def test_a_hold_names_the_layout_whose_rows_are_due_and_nothing_else_does() -> None:
+    # The shell computes what the layout alone gives while the rows travel (the window's
+    # neighbours), off their path.
+    mirror = holding_mirror()
+    assert mirror.on_event(layout_change()).rows_due == SPLIT_LAYOUT
+    # Rows read before their notification (half the time at 1,000 panes): no hold, nothing due.
+    mirror = holding_mirror()
+    mirror.on_waiter_round([f"|5 {SPLIT_ROW}"])
+    assert mirror.on_event(layout_change()).rows_due is None and mirror.holding() is None
+    # tmux 3.4+ (the rows ride the %message, read with the notification) and no hooks.
+    for version, hooks in (("3.4", True), ("3.3a", False)):
+        mirror = holding_mirror()
+        mirror.version, mirror.hooks_wanted = version, hooks
+        assert mirror.on_event(layout_change()).rows_due is None
+
+
 def test_rows_answer_a_hold_only_with_its_layout_and_active_pane() -> None:
     mirror = holding_mirror()
     mirror.on_event(layout_change())
