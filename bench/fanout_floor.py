@@ -279,6 +279,8 @@ async def serve(
     print(json.dumps({"loops": loops}), flush=True)
     loop.remove_reader(fd)
     os.close(fd)
+    for task in waiting:
+        await task  # a successor being started: it is ended with the others
     for waiter, _ in waiters:
         # Ours, blocked in wait-for: ended by their pid.
         if waiter.get_returncode() is None:
