@@ -168,7 +168,7 @@ def build_rows(res: Results) -> list[Row]:
             "GET /v1/panes/N (no identity), keep-alive",
             p,
             series("B1 keepalive pane", p),
-            series("B1 keepalive pane floor", p) or series("B1 keepalive floor", p),
+            series("B1 keepalive pane floor", p),
             "floor app",
             "",
             None,
