@@ -205,34 +205,61 @@ class LocationBuilder:
         # (window_locations' ``refs``; the server's ref while its pid stays).
         self._refs: dict[str, tuple[Pane, PaneRef]] = {}
         self._server: ServerRef | None = None
+        # The last state's winlinks (the mirror's own tuple, replaced only when the windows
+        # are re-read) and sessions, and the links grouped by window made of them.
+        self._winlinks: tuple[Winlink, ...] | None = None
+        self._sessions: Mapping[str, Session] = {}
+        self._links_of: dict[str, list[Winlink]] = {}
 
     def build(self, state: ServerState) -> tuple[dict[str, Location], dict[str, Location]]:
         """Bring ``locations`` up to ``state``; return (old, new) of the recomputed panes."""
         server = self._server
         if server is None or server.socket_path != state.socket_path or server.pid != state.pid:
             server = self._server = ServerRef(socket_path=state.socket_path, pid=state.pid)
-        links_of: dict[str, list[Winlink]] = {}
-        for link in state.winlinks:  # sorted by session id, then index
-            links_of.setdefault(link.window_id, []).append(link)
-        panes_of = state.by_window if state.by_window is not None else group_panes(state.panes)
         sessions = state.sessions
+        # A split or a kill leaves the links and sessions as they were: then a window whose
+        # own row and panes' tuple are the very objects of its cached key is unchanged, seen
+        # without making its key (at 1,000 panes, most of a split's look at every window).
+        # The sessions compare equal at the cost of an identity check per session.
+        same_links = state.winlinks is self._winlinks and sessions == self._sessions
+        if same_links:
+            links_of = self._links_of
+        else:
+            links_of = {}
+            for link in state.winlinks:  # sorted by session id, then index
+                links_of.setdefault(link.window_id, []).append(link)
+            # A copy: a caller's dict changed in place must not compare equal to itself.
+            self._winlinks, self._sessions, self._links_of = (
+                state.winlinks,
+                dict(sessions),
+                links_of,
+            )
+        panes_of = state.by_window if state.by_window is not None else group_panes(state.panes)
         old: dict[str, Location] = {}
         new: dict[str, Location] = {}
         cache: dict[str, tuple[_WindowKey, dict[str, Location]]] = {}
         for wid, window in state.windows.items():
-            links = links_of.get(wid, [])
             # The panes' tuple is the mirror's own: the same object while the window's
             # panes are unchanged, which the key comparison sees without looking inside.
+            panes = panes_of.get(wid, ())
+            hit = self._cache.get(wid)
+            if same_links and hit is not None:
+                kept = hit[0]
+                if kept[0] is server and kept[1] is window and kept[4] is panes:
+                    cache[wid] = hit
+                    continue
+            links = links_of.get(wid, [])
             key: _WindowKey = (
                 server,
                 window,
                 tuple(links),
                 tuple(sessions.get(link.session_id) for link in links),
-                panes_of.get(wid, ()),
+                panes,
             )
-            hit = self._cache.get(wid)
             if hit is not None and hit[0] == key:
-                cache[wid] = hit
+                # Equal but made anew (a re-read parses every window again): the new objects
+                # are kept, so that the next build passes this window over by identity.
+                cache[wid] = (key, hit[1])
                 continue
             locs = window_locations(server, window, links, sessions, key[4], self._refs)
             if locs and not pane_neighbors(window.layout):

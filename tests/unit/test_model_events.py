@@ -36,7 +36,9 @@ from tmuxlocd.model import (
     SESSION_FORMAT,
     WINDOW_FORMAT,
     ServerState,
+    Session,
     compare_digest,
+    group_panes,
     parse_pane_row,
     parse_window_query,
     state_from_rows,
@@ -195,6 +197,38 @@ def test_builder_recomputes_only_changed_windows() -> None:
     assert builder.locations["%0"] is first["%0"]
 
 
+def test_builder_sees_a_session_renamed_or_a_new_server_with_the_windows_left_alone() -> None:
+    """Links and sessions as they were let the builder pass over a window by the identity of
+    its row and panes; a renamed session (the mirror's winlinks the same tuple, and even the
+    very dict of the last state changed in place) still rebuilds that session's panes."""
+    builder = LocationBuilder()
+    first = state()
+    # The panes grouped once, each window's tuple kept from state to state (the mirror's).
+    first = msgspec.structs.replace(first, by_window=group_panes(first.panes))
+    builder.build(first)
+    renamed = dict(first.sessions)
+    renamed["$1"] = Session(id="$1", name="renamed", attached=0)
+    second = msgspec.structs.replace(first, sessions=renamed)
+    old, new = builder.build(second)
+    assert set(new) == {"%0", "%1", "%3"}  # the windows $1 links: @0 (also in $0) and @2
+    assert builder.locations["%3"].session.name == "renamed"
+    renamed["$1"] = Session(id="$1", name="again", attached=0)
+    builder.build(second)
+    assert builder.locations["%3"].session.name == "again"
+    old, new = builder.build(second)
+    assert old == {} and new == {}
+    # A window renamed, its panes' tuple the same: that window's pane is rebuilt.
+    windows = dict(second.windows)
+    windows["@1"] = msgspec.structs.replace(windows["@1"], name="LOGS")
+    second = msgspec.structs.replace(second, windows=windows)
+    old, new = builder.build(second)
+    assert set(new) == {"%2"} and builder.locations["%2"].window.name == "LOGS"
+    # A new server process under the same socket: every pane is rebuilt with its pid.
+    old, new = builder.build(msgspec.structs.replace(second, pid=4343))
+    assert set(new) == {"%0", "%1", "%2", "%3"}
+    assert builder.locations["%2"].server.pid == 4343
+
+
 def test_builder_names_windows_whose_layout_it_cannot_read() -> None:
     builder = LocationBuilder()
     builder.build(state())
@@ -300,6 +334,20 @@ def test_a_builder_kept_from_state_to_state_agrees_with_a_fresh_one(
         same = {p: p for p in a.panes.values()}
         panes = {pid: same.get(p, p) for pid, p in b.panes.items()}
         b = msgspec.structs.replace(b, panes=panes, by_window=None)
+        # And, as the mirror's states do, the very window rows, winlinks tuple and panes'
+        # tuples of ``a`` where they are equal (the builder then passes windows over by
+        # identity).
+        grouped_a = group_panes(a.panes)
+        a = msgspec.structs.replace(a, by_window=grouped_a)
+        b = msgspec.structs.replace(
+            b,
+            windows={w: a.windows[w] if a.windows.get(w) == x else x for w, x in b.windows.items()},
+            winlinks=a.winlinks if a.winlinks == b.winlinks else b.winlinks,
+            by_window={
+                w: grouped_a[w] if grouped_a.get(w) == t else t
+                for w, t in group_panes(b.panes).items()
+            },
+        )
     builder = LocationBuilder()
     builder.build(a)
     before = dict(builder.locations)
