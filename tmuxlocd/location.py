@@ -261,7 +261,7 @@ class LocationBuilder:
                 # are kept, so that the next build passes this window over by identity.
                 cache[wid] = (key, hit[1])
                 continue
-            locs = window_locations(server, window, links, sessions, key[4], self._refs)
+            locs = window_locations(server, window, links, sessions, panes, self._refs)
             if locs and not pane_neighbors(window.layout):
                 self.unreadable[wid] = window.layout
             else:
