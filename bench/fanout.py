@@ -27,6 +27,7 @@ from bench.runner import (
     log,
     observer_session,
     pick_targets,
+    sched_per_change,
 )
 from bench.stats import fmt_bytes, fmt_ms, median, p99
 from bench.tmuxfarm import PANE_CMD, Farm, clean_env
@@ -269,6 +270,7 @@ async def split_floor(
             held = count
             if hook:
                 farm.run("set-hook", "-g", B3_HOOK, HOOK)
+            before = procstat.sched_seconds(server.pid)
             try:
                 out = await probe.job(
                     "changes",
@@ -282,6 +284,7 @@ async def split_floor(
                 if hook:
                     farm.run("set-hook", "-gu", B3_HOOK, check=False)
             name = f"B3 floor attached {count}" if hook else f"B8 split floor {count}"
+            sched_per_change(res, name, panes, server.pid, before, plan.changes)
             res.add(f"{name} first", panes, out["first"])
             res.add(f"{name} last", panes, out["last"])
             res.add(f"{name} cm", panes, out["control"])
@@ -348,6 +351,7 @@ async def waiter_floor(
         await probe.job("attach", argv=control)
         await probe.job("connect", socket=sock, target=TARGET, n=count)
         farm.run("set-hook", "-g", B3_HOOK, HOOK)
+        before = procstat.sched_seconds(server.pid)
         try:
             out = await probe.job(
                 "changes", split=split, kill=kill, k=plan.changes, gap_s=plan.gap_s,
@@ -356,6 +360,7 @@ async def waiter_floor(
         finally:
             farm.run("set-hook", "-gu", B3_HOOK, check=False)
         name = f"B3 floor rows attached {count}"
+        sched_per_change(res, name, panes, server.pid, before, plan.changes)
         res.add(f"{name} first", panes, out["first"])
         res.add(f"{name} last", panes, out["last"])
         res.add(f"{name} cm", panes, out["control"])

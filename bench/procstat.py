@@ -75,6 +75,21 @@ def tree_cpu_seconds(pid: int) -> tuple[float, float]:
     return own, rest
 
 
+def sched_seconds(pid: int) -> tuple[float, float]:
+    """Seconds every thread of ``pid`` has spent on a CPU and runnable but waiting for one
+    (``/proc/<pid>/task/<tid>/schedstat``: nanoseconds, to the scheduler's own clock, where
+    ``cpu_ticks`` counts in 10 ms ticks).  A thread that ended meanwhile is not counted."""
+    run = wait = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            fields = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
+        except OSError:
+            continue
+        run += int(fields[0])
+        wait += int(fields[1])
+    return run / 1e9, wait / 1e9
+
+
 def rss_bytes(pid: int) -> int:
     """VmRSS of ``pid`` in bytes."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

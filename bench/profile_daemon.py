@@ -107,6 +107,7 @@ async def workload(
             stderr=subprocess.DEVNULL,
         )
         cpu0 = procstat.cpu_seconds(daemon.pid)
+        sched0 = procstat.sched_seconds(daemon.pid)
         rss0 = procstat.rss_bytes(daemon.pid)
         t0 = time.perf_counter()
         count = 0
@@ -137,15 +138,20 @@ async def workload(
             count = nsubs
         wall = time.perf_counter() - t0
         cpu = procstat.cpu_seconds(daemon.pid) - cpu0
+        run, wait = (b - a for a, b in zip(sched0, procstat.sched_seconds(daemon.pid), strict=True))
         rss = procstat.rss_bytes(daemon.pid)
         await spy.wait()
         print(
             f"{kind} at {panes} panes: {count} operations in {wall:.1f} s; daemon CPU "
             f"{cpu:.2f} s ({1000 * cpu / max(count, 1):.2f} ms per operation); "
-            f"RSS {rss0 / 1e6:.1f} -> {rss / 1e6:.1f} MB"
+            f"RSS {rss0 / 1e6:.1f} -> {rss / 1e6:.1f} MB; per operation on a CPU "
+            f"{1000 * run / max(count, 1):.2f} ms, runnable but waiting for one "
+            f"{1000 * wait / max(count, 1):.2f} ms (py-spy's own sampling included)"
         )
         if raw.exists():
             print(summarize(raw))
+        else:
+            print(f"py-spy wrote no profile (exit status {spy.returncode})")
     finally:
         subs.close()
         await daemon.stop()
@@ -162,6 +168,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp"))
     parser.add_argument("--conns", type=int, default=1, help="``self``: keep-alive clients (B2: 8)")
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     asyncio.run(
         workload(args.kind, args.panes, args.seconds, args.subscribers, args.out, args.conns)
     )

@@ -70,6 +70,41 @@ def build_rows(res: Results) -> list[Row]:
             )
         )
 
+    def sched_row(label: str, where: str, nsubs: int, panes: int) -> None:
+        """What a change cost the daemon in time on a CPU and in time runnable but waiting
+        for one (``bench.runner.sched_per_change``), and the floors' in the same run: where
+        the daemon's latency over its floor comes from on this machine."""
+
+        def both(name: str) -> str | None:
+            run, wait = series(f"{name} on-cpu", panes), series(f"{name} runnable", panes)
+            return f"{fmt_ms(median(run))} / {fmt_ms(median(wait))}" if run and wait else None
+
+        mine = both(label)
+        if mine is None:
+            return
+        floors = [
+            f"{what} {value}"
+            for what, value in (
+                ("the floor", both(f"B3 floor {where} {nsubs}")),
+                ("on 3.3's path", both(f"B3 floor rows {where} {nsubs}")),
+            )
+            if value is not None
+        ]
+        add(
+            Row(
+                "B3",
+                "… per change (a split or its kill), the daemon's time on a CPU / runnable "
+                "but waiting for one",
+                str(panes),
+                mine,
+                "",
+                "; ".join(floors),
+                "",
+                "",
+                None,
+            )
+        )
+
     def latency_row(
         ident: str,
         what: str,
@@ -322,6 +357,7 @@ def build_rows(res: Results) -> list[Row]:
                         median(rows_floor) - median(rows_alt),
                     )
                 if nsubs_key > 1:
+                    sched_row(label, where, nsubs_key, p)
                     first = series(f"{label} first", p)
                     if first:
                         beside(
@@ -686,6 +722,11 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
   "the floor on tmux 3.3's path" (`bench.fanout.waiter_floor`) makes the same writes when
   the daemon's own waiter client prints the split's rows, with the daemon's hooks installed
   and its own control client attached to the observer's session, as the daemon's is.
+  With 100 subscribers, each side's time on a CPU and its time runnable but waiting for one
+  (every thread's `/proc/<pid>/task/<tid>/schedstat`, nanoseconds) over the whole series, per
+  change (each split and each kill): the daemon's and the floors' (since 2026-12-03), so that
+  what a change's delay was made of (the process's own work, or its turn on a CPU while tmux
+  and the readers had theirs) is in the same run.
 - B5/B7: CPU from `/proc/<pid>/stat` (utime+stime). B7 splits and kills over a control
   connection (no client start-up), 40 ms apart, with the daemon waiting for its event of each
   change, and without the daemon; the difference, less the daemon's idle cost over the same

@@ -736,6 +736,7 @@ async def propagation_rows(
     n: int,
     res: Results,
     held: ProbeProc | None = None,
+    daemon_pid: int | None = None,
 ) -> None:
     """B3 with each number of subscribers in ``sub_counts``, in the observer's session and in
     another.  One subscriber is read by this process; more are held by ``held`` (its own
@@ -746,7 +747,9 @@ async def propagation_rows(
     observer's session (it sees only its own session's ``%layout-change``; for many
     subscribers, a second one that ``held`` reads with them) and a ``run-shell -b`` hook (it
     fires for any session).  The rows are named
-    ``B3 {attached|other} {count} {first|last|cm|hook|cli}``, which the report reads."""
+    ``B3 {attached|other} {count} {first|last|cm|hook|cli}``, which the report reads; with
+    ``daemon_pid``, also the daemon's time on a CPU and waiting for one per change
+    (``sched_per_change``)."""
     cm_tap, hook_tap = Tap(), Tap()
     flags = "no-output,ignore-size,read-only"
     cm = await attach_control(farm, targets.attached_session, flags, bus)
@@ -773,14 +776,31 @@ async def propagation_rows(
                     ("attached", targets.attached_pane, targets.attached_window, cm),
                     ("other", targets.other_pane, targets.other_window, None),
                 ):
+                    label = f"{where} {nsubs}"
+                    before = procstat.sched_seconds(daemon_pid) if daemon_pid else None
                     await propagation(
                         farm, bus, subs, peer, cm_tap, hook_tap, pane, window, n, res,
-                        f"{where} {nsubs}", held if many else None,
+                        label, held if many else None,
                     )  # fmt: skip
+                    if daemon_pid and before is not None:
+                        sched_per_change(res, f"B3 {label}", farm.total, daemon_pid, before, n)
     finally:
         if attached and held is not None:
             await held.job("detach", timeout=30)
         await cm.close()
+
+
+def sched_per_change(
+    res: Results, name: str, panes: int, pid: int, before: tuple[float, float], n: int
+) -> None:
+    """``pid``'s time on a CPU and runnable but waiting for one since ``before``, per change
+    of ``n`` splits and their kills (``{name} on-cpu``, ``{name} runnable``).  With the
+    latency beside it this says what a change's delay was made of on this machine: the
+    process's own work, or its turn on a CPU while tmux and the readers had theirs."""
+    run, wait = procstat.sched_seconds(pid)
+    changes = 2 * n
+    res.add(f"{name} on-cpu", panes, [(run - before[0]) / changes])
+    res.add(f"{name} runnable", panes, [(wait - before[1]) / changes])
 
 
 async def split_cost(
@@ -1044,6 +1064,7 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             plan.props(panes),
             res,
             held,
+            daemon.pid,
         )
 
         if heavy:

@@ -45,3 +45,41 @@ def test_b4_without_floors_compares_the_raw_figures() -> None:
     goal = _b4_goal(res)
     assert goal.ratio == "1.30×"
     assert goal.versus == "same at 10 panes 0.400 ms"
+
+
+def _sched_rows(res: Results) -> list[Row]:
+    return [r for r in build_rows(res) if r.what.startswith("… per change")]
+
+
+def _b3(res: Results, label: str) -> None:
+    for key, value in (("first", 0.025), ("last", 0.027), ("cm", 0.023), ("hook", 0.024)):
+        res.add(f"B3 {label} {key}", 1000, [value] * 3)
+
+
+def test_b3_sched_row_puts_the_daemon_beside_its_floors() -> None:
+    res = Results()
+    res.facts["sizes"] = [1000]
+    _b3(res, "attached 100")
+    res.add("B3 attached 100 on-cpu", 1000, [0.0030])
+    res.add("B3 attached 100 runnable", 1000, [0.0019])
+    res.add("B3 floor attached 100 on-cpu", 1000, [0.0006])
+    res.add("B3 floor attached 100 runnable", 1000, [0.0002])
+    res.add("B3 floor rows attached 100 on-cpu", 1000, [0.0008])
+    res.add("B3 floor rows attached 100 runnable", 1000, [0.0004])
+    (row,) = _sched_rows(res)
+    assert row.panes == "1000"
+    assert row.median == "3.00 ms / 1.90 ms"
+    assert row.versus == "the floor 0.600 ms / 0.200 ms; on 3.3's path 0.800 ms / 0.400 ms"
+
+
+def test_b3_sched_row_needs_the_daemons_own_figures() -> None:
+    res = Results()
+    res.facts["sizes"] = [1000]
+    _b3(res, "attached 100")
+    res.add("B3 floor attached 100 on-cpu", 1000, [0.0006])
+    res.add("B3 floor attached 100 runnable", 1000, [0.0002])
+    assert _sched_rows(res) == []
+    res.add("B3 attached 100 on-cpu", 1000, [0.0030])
+    res.add("B3 attached 100 runnable", 1000, [0.0019])
+    (row,) = _sched_rows(res)
+    assert row.versus == "the floor 0.600 ms / 0.200 ms"
