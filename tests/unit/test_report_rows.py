@@ -51,19 +51,21 @@ def _sched_rows(res: Results) -> list[Row]:
     return [r for r in build_rows(res) if r.what.startswith("… per change")]
 
 
-def _b3(res: Results, label: str) -> None:
+def _b3_with_floor() -> Results:
+    """B3's rows at 1,000 panes, and the floor's time on a CPU / runnable per change."""
+    res = Results()
+    res.facts["sizes"] = [1000]
     for key, value in (("first", 0.025), ("last", 0.027), ("cm", 0.023), ("hook", 0.024)):
-        res.add(f"B3 {label} {key}", 1000, [value] * 3)
+        res.add(f"B3 attached 100 {key}", 1000, [value] * 3)
+    res.add("B3 floor attached 100 on-cpu", 1000, [0.0006])
+    res.add("B3 floor attached 100 runnable", 1000, [0.0002])
+    return res
 
 
 def test_b3_sched_row_puts_the_daemon_beside_its_floors() -> None:
-    res = Results()
-    res.facts["sizes"] = [1000]
-    _b3(res, "attached 100")
+    res = _b3_with_floor()
     res.add("B3 attached 100 on-cpu", 1000, [0.0030])
     res.add("B3 attached 100 runnable", 1000, [0.0019])
-    res.add("B3 floor attached 100 on-cpu", 1000, [0.0006])
-    res.add("B3 floor attached 100 runnable", 1000, [0.0002])
     res.add("B3 floor rows attached 100 on-cpu", 1000, [0.0008])
     res.add("B3 floor rows attached 100 runnable", 1000, [0.0004])
     (row,) = _sched_rows(res)
@@ -73,11 +75,7 @@ def test_b3_sched_row_puts_the_daemon_beside_its_floors() -> None:
 
 
 def test_b3_sched_row_needs_the_daemons_own_figures() -> None:
-    res = Results()
-    res.facts["sizes"] = [1000]
-    _b3(res, "attached 100")
-    res.add("B3 floor attached 100 on-cpu", 1000, [0.0006])
-    res.add("B3 floor attached 100 runnable", 1000, [0.0002])
+    res = _b3_with_floor()
     assert _sched_rows(res) == []
     res.add("B3 attached 100 on-cpu", 1000, [0.0030])
     res.add("B3 attached 100 runnable", 1000, [0.0019])
