@@ -78,3 +78,33 @@ def before_new_session() -> list[str]:
     ``default-size`` (set from ``-x`` and ``-y``).  Later releases need nothing.
     """
     return list(_before_new_session(shutil.which("tmux")))
+
+
+def refuses_name(name: str, binary: str | None = None) -> bool:
+    """Whether this tmux refuses ``name`` for a session or window (``rename-*``, ``-n``, ``-s``).
+
+    From 3.7 on, ``check_name`` (tmux.c) refuses a name that is not valid UTF-8 or holds an
+    ASCII control byte (below 0x20, or 0x7f); earlier releases take any name and store it
+    escaped.  Checked against the real binary in tests/integration/test_names_live.py.
+    """
+    if version_of(binary or shutil.which("tmux")) < (3, 7):
+        return False
+    raw = os.fsencode(name)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return any(byte < 0x20 or byte == 0x7F for byte in raw)
+
+
+def accepted_names(names: list[str], binary: str | None = None) -> list[str]:
+    """The names of ``names`` this tmux takes (see ``refuses_name``)."""
+    return [name for name in names if not refuses_name(name, binary)]
+
+
+def stored_session_name(name: str, binary: str | None = None) -> str:
+    """The session name tmux keeps for ``name``: before 3.7, ``.`` and ``:`` become ``_``
+    (they separate a target's parts); 3.7 keeps them."""
+    if version_of(binary or shutil.which("tmux")) >= (3, 7):
+        return name
+    return name.replace(".", "_").replace(":", "_")

@@ -91,7 +91,10 @@ class ControlClient:
         # -u: names come through as UTF-8 whatever the locale; -f /dev/null: should the server
         # die between our probe and this attach, a server started by it loads no config and
         # exits; -E: the session's update-environment is left alone; the client flags keep
-        # tmux from sending pane output or resizing anything for us.
+        # tmux from sending pane output or resizing anything for us.  Not read-only: that flag
+        # guards nothing here (a control client runs any command anyway), and from tmux 3.7
+        # on a command from outside tmux takes this client as its target client when no
+        # other is more recently active, so ``send-keys`` would refuse ("client is read-only").
         self._proc = await asyncio.create_subprocess_exec(
             tmux,
             "-u",
@@ -105,7 +108,7 @@ class ControlClient:
             "-t",
             session_id,
             "-f",
-            "no-output,ignore-size,read-only",
+            "no-output,ignore-size",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
