@@ -163,6 +163,28 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
     )
 
 
+def may_be_stale(view: View, answer: SelfAnswer) -> bool:
+    """Whether a fresh read of tmux could change ``answer`` (spec §12, "never 'not in a pane'
+    from a stale picture").
+
+    tmux tells nobody of ``respawn-pane``, which gives the pane a new tty: a process it starts
+    and that asks at once has a tty no pane has in the model.  So: a caller with a tty that
+    no pane of a running server has, or whose ``TMUX_PANE`` names a pane whose tty is not the
+    caller's, is answered from a re-read.  A caller proven by its tty never is.
+    """
+    if answer.verified_by == "tty":
+        return False
+    if answer.reason == "tty_not_a_pane":
+        return True
+    caller = answer.caller
+    if caller.env_pane is None or caller.tty is None:
+        return False
+    named = (
+        view.locations_of(state.socket_path).get(caller.env_pane) for state in view.server_states()
+    )
+    return any(loc is not None and loc.pane.tty != caller.tty for loc in named)
+
+
 # ----------------------------------------------------------------------------------------------
 # Panes.
 

@@ -18,7 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig, private_rig, run_cli, running_daemon
+from tests.daemontest import (
+    PYTHON,
+    REPO,
+    SCRIPT,
+    Daemon,
+    Rig,
+    poll,
+    private_rig,
+    run_cli,
+    running_daemon,
+)
 from tests.tmuxtest import TMUX
 
 pytestmark = [
@@ -83,6 +93,30 @@ def test_where_outside_tmux(rig: Rig, daemon: Daemon) -> None:
     assert answer["inside_tmux"] is False
     assert answer["reason"] == "no_controlling_tty"
     assert answer["location"] is None
+
+
+def test_where_at_once_after_respawn_pane(rig: Rig, daemon: Daemon) -> None:
+    """tmux tells nobody of ``respawn-pane``, which gives the pane a new tty: a process it
+    starts and that asks at once is answered from a fresh read, not "not in a pane"."""
+    pane = rig.tmux.run("new-window", "-d", "-P", "-F", "#{pane_id}", "cat").strip()
+    rig.tmux.run("set-option", "-w", "-t", pane, "remain-on-exit", "on")
+    rig.sync()
+    try:
+        for round_ in range(3):
+            out, rc = rig.root / f"respawn{round_}.out", rig.root / f"respawn{round_}.rc"
+            script = f"{where_cmd('--json')} >{out}; echo $? >{rc}.tmp; mv {rc}.tmp {rc}"
+            rig.tmux.run("respawn-pane", "-k", "-t", pane, script)
+            poll(rc.exists, 20.0, f"where in the respawned pane {pane} (round {round_})")
+            answer = json.loads(out.read_text())
+            tty = rig.tmux.run("display-message", "-p", "-t", pane, "#{pane_tty}").strip()
+            assert answer["inside_tmux"] is True, (round_, answer)
+            assert answer["verified_by"] == "tty"
+            assert answer["location"]["pane"]["id"] == pane
+            assert answer["caller"]["tty"] == answer["location"]["pane"]["tty"] == tty
+            assert rc.read_text().strip() == "0"
+    finally:
+        rig.tmux.run("kill-pane", "-t", pane, check=False)
+        rig.sync()
 
 
 def test_where_without_daemon_computes_directly(rig: Rig, daemon: Daemon) -> None:

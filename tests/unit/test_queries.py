@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tmuxlocd.answers import DirectionNeighbors, PaneNeighbors
+from tmuxlocd.api.context import Rereads
 from tmuxlocd.mirror import Dirty, ServerMirror, run_reread
 from tmuxlocd.model import ServerState
 from tmuxlocd.protocol import Reply
@@ -20,6 +21,7 @@ from tmuxlocd.queries import (
     StaticView,
     decide_self,
     find_pane,
+    may_be_stale,
     neighbors,
     scope_selection,
     select,
@@ -129,6 +131,40 @@ def test_identity_cases(
         assert answer.location is not None and answer.location.pane.id == ancestor_pane
     else:
         assert answer.location is None
+
+
+@pytest.mark.parametrize(
+    ("tty", "ancestor", "env_pane", "accept", "stale"),
+    [
+        ("%1", "none", None, False, False),  # proven by its tty: never re-read
+        ("%1", "none", "%3", False, False),  # ... whatever its environment says
+        ("other", "none", "%3", False, True),  # a tty no pane has (a respawned pane's)
+        ("other", "none", None, False, True),
+        ("none", "none", "%3", False, False),  # no tty: a re-read cannot place it
+        ("none", "%2", "%3", True, False),  # placed by its parent's tty
+        ("other", "%0", "%0", True, True),  # placed by an ancestor, but TMUX_PANE's tty differs
+        ("other", "%0", None, True, False),  # placed by an ancestor, no hint against it
+        ("other", "%0", "%404", True, False),  # a hint naming no pane says nothing
+    ],
+)
+def test_may_be_stale(
+    tty: str, ancestor: str, env_pane: str | None, accept: bool, stale: bool
+) -> None:
+    rig = Rig(captured())
+    tty_nr = {"none": 0, "other": 99999}[tty] if tty in ("none", "other") else rig.dev(tty)
+    up = 0 if ancestor == "none" else rig.dev(ancestor)
+    answer = decide_self(rig.view, rig.facts(tty_nr, up, env_pane), accept_ancestor=accept)
+    assert may_be_stale(rig.view, answer) is stale
+
+
+def test_rereads_once_per_tty_and_version() -> None:
+    rereads = Rereads()
+    assert rereads.claim(34817, 5) and not rereads.claim(34817, 5)
+    assert rereads.claim(34818, 5)  # another caller's tty
+    assert rereads.claim(34817, 6) and not rereads.claim(34817, 6)  # the model moved on
+    for tty in range(Rereads.LIMIT):  # bounded memory: past the limit it starts again
+        rereads.claim(tty, 7)
+    assert len(rereads._done) <= Rereads.LIMIT
 
 
 def test_no_server_running() -> None:

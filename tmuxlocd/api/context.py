@@ -25,6 +25,24 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     write_timeout: float
 
 
+class Rereads:
+    """Which callers' ttys had a re-read for which model version (``Lookup.confirm_self``)."""
+
+    LIMIT = 4096  # ttys remembered; past it the memory starts again (a re-read each, at worst)
+
+    def __init__(self) -> None:
+        self._done: dict[int, int] = {}
+
+    def claim(self, tty_nr: int, version: int) -> bool:
+        """True when ``tty_nr`` has had no re-read at ``version`` yet (and records one)."""
+        if self._done.get(tty_nr) == version:
+            return False
+        if len(self._done) >= self.LIMIT:
+            self._done.clear()
+        self._done[tty_nr] = version
+        return True
+
+
 class Context:
     """The hub, the settings and the live streams of one application; handlers get it."""
 
@@ -38,3 +56,4 @@ class Context:
         self.event_frames = EventFrames()  # and what the publisher writes to them directly
         self.openapi: bytes | None = None  # the document, made on first request
         self.trimmer = Trimmer()  # heap back to the system after streams' bursts
+        self.rereads = Rereads()  # the stale-picture re-reads made for callers

@@ -256,6 +256,7 @@ async def get_events(ctx: Context, request: web.Request, q: EventsQuery) -> web.
     if fmt == "text" and q.pane is None:
         raise ApiError(400, "bad_format", "format=text needs ?pane= (self or an id)")
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
+    await look.settle(q.pane, q.window, q.session)
     selection = look.selection(pane=q.pane, window=q.window, session=q.session)
     since = request.headers.get("Last-Event-ID") or q.since
     # Only ASCII can be an id of ours (and int() would take other scripts' digits).

@@ -68,6 +68,26 @@ class Lookup:
         question = (own, self.request.query_string, self.request.headers.get("Accept"))
         peer.kept.put(version, question, ready)
 
+    async def confirm_self(self) -> None:
+        """Make ``who()`` answer from a fresh read of tmux when the model may be stale for this
+        caller (``queries.may_be_stale``: a respawned pane's new tty, say).  Bounded: one
+        re-read per caller's tty and model version (a process really outside tmux asks again
+        and again), and concurrent ones share the observers' barrier."""
+        answer = self.who()
+        if not queries.may_be_stale(self.hub, answer):
+            return
+        _, own = self.caller()
+        tty_nr = own.stat.tty_nr if own.stat is not None else 0
+        if not self.ctx.rereads.claim(tty_nr, self.hub.version):
+            return
+        await self.fresh(True)
+        self._self = None
+
+    async def settle(self, *named: str | None) -> None:
+        """``confirm_self`` when the query names ``self`` (a pane, window, session or server)."""
+        if "self" in named or self.server_name == "self":
+            await self.confirm_self()
+
     def self_location(self) -> Location:
         answer = self.who()
         if answer.location is None:

@@ -73,6 +73,8 @@ async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.Stre
     look = Lookup(ctx, request, accept=q.accept)
     if q.fresh:
         await look.fresh(True)
+    else:
+        await look.confirm_self()
     text = wants_text(request, q.format)
     version = ctx.hub.version
     who = look.who()
@@ -92,6 +94,7 @@ async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.Stre
 async def get_pane(ctx: Context, request: web.Request, q: PaneQuery) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
     await look.fresh(q.fresh)
+    await look.settle(q.pane)
     loc = look.pane(q.pane)
     if not wants_text(request, q.format):
         return json_answer(request, loc)
@@ -101,6 +104,7 @@ async def get_pane(ctx: Context, request: web.Request, q: PaneQuery) -> web.Stre
 async def get_panes(ctx: Context, request: web.Request, q: PanesQuery) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
     await look.fresh(q.fresh)
+    await look.settle(q.window, q.session)
     matched = queries.select(ctx.hub, look.selection(window=q.window, session=q.session))
     page = matched[q.offset : q.offset + q.limit]
     if q.activity:
@@ -121,6 +125,7 @@ async def get_neighbors(
 ) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
     await look.fresh(q.fresh)
+    await look.settle(q.pane)
     loc = look.pane(q.pane)
     return json_answer(request, queries.neighbors(ctx.hub, loc, q.direction))
 
@@ -128,6 +133,7 @@ async def get_neighbors(
 async def get_tree(ctx: Context, request: web.Request, q: TreeQuery) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
     await look.fresh(q.fresh)
+    await look.settle()
     tree = queries.tree(ctx.hub, look.server())
     return json_answer(request, waits.filled_tree(ctx, tree) if q.activity else tree)
 

@@ -42,6 +42,7 @@ def _watcher(ctx: Context) -> ActivityWatcher:
 
 async def get_wait(ctx: Context, request: web.Request, q: WaitQuery) -> web.StreamResponse:
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
+    await look.settle(q.pane)
     loc = look.pane(q.pane)
     watcher = _watcher(ctx)
     try:
