@@ -24,12 +24,11 @@ from tests.daemontest import (
     SCRIPT,
     Daemon,
     Rig,
-    poll,
     private_rig,
     run_cli,
     running_daemon,
 )
-from tests.tmuxtest import TMUX
+from tests.tmuxtest import TMUX, poll
 
 pytestmark = [
     pytest.mark.integration,
