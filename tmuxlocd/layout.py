@@ -11,9 +11,18 @@ checksum of ``BODY``) and ``BODY`` is one cell::
 border cell.  The format is tmux's own (``layout-custom.c``); tmux >= 3.2 always writes the pane
 number on leaves, so a leaf without one is rejected rather than guessed at.
 
-The parser is strict: it accepts exactly the strings tmux writes, so for every accepted string
-``format_layout(parse_layout(s)) == s``.  Everything is iterative (no recursion), so no input
-can raise ``RecursionError``; every failure is a :class:`~tmuxlocd.errors.LayoutError`.
+Since 3.7 a window may also hold **floating panes**, written after the tiled tree as
+``<leaf,leaf,...>`` (topmost first; the checksum covers that part too), with offsets that may
+be negative.  tmux also leaves each floating pane's cell *inside* the tree, where it does not
+tile (``layout.c``: 3.7 appends it to the root split, next-3.8 puts it beside the pane it was
+made from), and while the window is zoomed the saved layout keeps those cells with no ``<...>``
+at all.  ``parse_window_layout`` and ``tiled_boxes`` therefore tell the tiled panes from the
+floating ones by the section *and* by geometry: a cell that does not tile its split floats.
+
+``parse_layout`` is strict about tiled layouts: it accepts exactly the strings tmux writes, so
+for every accepted string ``format_layout(parse_layout(s)) == s``.  Everything is iterative
+(no recursion), so no input can raise ``RecursionError``; every failure is a
+:class:`~tmuxlocd.errors.LayoutError`.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ __all__ = [
     "LayoutCell",
     "Neighbor",
     "Rect",
+    "WindowLayout",
     "adjacency",
     "box_adjacency",
     "format_layout",
@@ -44,6 +54,8 @@ __all__ = [
     "neighbors_of_layout",
     "pane_rects",
     "parse_layout",
+    "parse_window_layout",
+    "tiled_boxes",
 ]
 
 Direction = Literal["above", "below", "left", "right"]
@@ -60,6 +72,10 @@ _NUM: Final = r"(0|[1-9][0-9]{0,9})"
 _HEAD_RE: Final = re.compile(_NUM + "x" + _NUM + "," + _NUM + "," + _NUM)
 _PANE_RE: Final = re.compile("," + _NUM)
 _CSUM_RE: Final = re.compile(r"[0-9a-f]{4},")
+# Floating panes' cells (3.7+): offsets are printed with %d, so they may be negative.
+_INT: Final = r"(0|-?[1-9][0-9]{0,9})"
+_FLOAT_HEAD_RE: Final = re.compile(_NUM + "x" + _NUM + "," + _INT + "," + _INT)
+_FLOAT_LEAF_RE: Final = re.compile(r"(\d+)x(\d+),(-?\d+),(-?\d+),(\d+)(?![\d{\[x])")
 # A leaf: a cell's head and its pane number, which no digit, opener or ``x`` follows (a
 # pre-1.8 leaf, which has no number, would otherwise read its next cell's width as one).
 _LEAF_RE: Final = re.compile(r"(\d+)x(\d+),(\d+),(\d+),(\d+)(?![\d{\[x])")
@@ -140,14 +156,16 @@ def _uint(text: str, body: str, pos: int) -> int:
     return value
 
 
-def _parse_body(body: str) -> LayoutCell:
+def _parse_body(body: str, *, signed: bool = False) -> LayoutCell:
+    """``signed``: offsets may be negative (floating cells, 3.7+)."""
+    head_re = _FLOAT_HEAD_RE if signed else _HEAD_RE
     stack: list[_Frame] = []
     seen: set[int] = set()
     pos = 0
     end = len(body)
     while True:
         # A cell starts here: its head, then either its pane number or a split's opener.
-        head = _HEAD_RE.match(body, pos)
+        head = head_re.match(body, pos)
         if head is None:
             raise LayoutError(
                 f"expected a cell 'WxH,X,Y' at offset {pos} of the layout body: "
@@ -155,7 +173,7 @@ def _parse_body(body: str) -> LayoutCell:
             )
         pos = head.end()
         width, height, left, top = map(int, head.groups())
-        if max(width, height, left, top) > _UINT_MAX:  # the message names the number
+        if max(width, height, abs(left), abs(top)) > _UINT_MAX:  # the message names the number
             for i in range(1, 5):
                 _uint(head.group(i), body, head.start(i))
         nxt = body[pos] if pos < end else ""
@@ -278,6 +296,137 @@ def parse_layout(layout: str, *, check_geometry: bool = True) -> LayoutCell:
     return root
 
 
+class WindowLayout(msgspec.Struct, frozen=True):
+    """A window's layout split into its tiled tree (None when every pane floats) and its
+    floating panes' cells, topmost first (those the ``<...>`` section lists, in its order,
+    then those only geometry shows: a zoomed window's, or one tmux left out)."""
+
+    tiled: LayoutCell | None
+    floating: tuple[LayoutCell, ...]
+
+
+def _leaf_cells(cell: LayoutCell) -> list[LayoutCell]:
+    out: list[LayoutCell] = []
+    todo = [cell]
+    while todo:
+        one = todo.pop()
+        if one.pane is not None:
+            out.append(one)
+        else:
+            todo.extend(reversed(one.children))
+    return out
+
+
+def _fits(child: LayoutCell, cell: LayoutCell, pos: int) -> bool:
+    if cell.kind == "lr":
+        return child.top == cell.top and child.height == cell.height and child.left == pos
+    return child.left == cell.left and child.width == cell.width and child.top == pos
+
+
+def _untile(root: LayoutCell, floating: set[int]) -> tuple[LayoutCell | None, list[LayoutCell]]:
+    """The tree without its floating cells, and the leaves dropped (in tree order).
+
+    A leaf floats when ``floating`` names it or when it does not tile its split: it is not
+    where the split's previous child ends (one border further), or does not span the split
+    across.  Post-order and iterative: a split's children are settled before the split."""
+    dropped: list[LayoutCell] = []
+    done: dict[int, LayoutCell | None] = {}
+    todo: list[tuple[LayoutCell, bool]] = [(root, False)]
+    while todo:
+        cell, expanded = todo.pop()
+        if cell.pane is not None:
+            if cell.pane in floating:
+                dropped.append(cell)
+                done[id(cell)] = None
+            else:
+                done[id(cell)] = cell
+            continue
+        if not expanded:
+            todo.append((cell, True))
+            todo.extend((child, False) for child in reversed(cell.children))
+            continue
+        kept: list[LayoutCell] = []
+        across = cell.kind == "lr"
+        pos = cell.left if across else cell.top
+        for child in cell.children:
+            got = done.pop(id(child))
+            if got is None:
+                continue
+            if not _fits(got, cell, pos):
+                dropped.extend(_leaf_cells(got))
+                continue
+            kept.append(got)
+            pos = got.left + got.width + 1 if across else got.top + got.height + 1
+        if not kept:
+            done[id(cell)] = None
+        elif len(kept) == len(cell.children) and all(
+            k is c for k, c in zip(kept, cell.children, strict=True)
+        ):
+            done[id(cell)] = cell
+        else:
+            done[id(cell)] = msgspec.structs.replace(cell, children=tuple(kept))
+    return done[id(root)], dropped
+
+
+def parse_window_layout(layout: str) -> WindowLayout:
+    """Parse any ``window_layout`` tmux writes, floating panes (3.7+) included.
+
+    The checksum covers the whole string after ``CSUM,``.  The tiled tree that remains once
+    the floating cells are out must tile exactly (``parse_layout``'s geometry check); a
+    ``LayoutError`` otherwise.
+    """
+    if not isinstance(layout, str):
+        raise LayoutError(f"layout must be a string, not {type(layout).__name__}")
+    if _CSUM_RE.match(layout) is None:
+        raise LayoutError(
+            "layout must start with a 4-digit lowercase hex checksum and a comma: "
+            f"{_excerpt(layout, 0)}"
+        )
+    body = layout[5:]
+    stated = int(layout[:4], 16)
+    actual = layout_checksum(body)
+    if stated != actual:
+        raise LayoutError(
+            f"layout checksum mismatch: the string says {stated:04x}, its body sums to "
+            f"{actual:04x}: {_excerpt(layout, 0)}"
+        )
+    tree, mark, section = body.partition("<")
+    listed: list[LayoutCell] = []
+    if mark:
+        if not section.endswith(">"):
+            raise LayoutError(f"floating section does not end with '>': {_excerpt(layout, 0)}")
+        listed = _split_floating(section[:-1], layout)
+    root = _parse_body(tree, signed=True)
+    ids = {cell.pane for cell in listed if cell.pane is not None}
+    if len(ids) != len(listed):
+        raise LayoutError(f"a pane appears twice in the floating section: {_excerpt(layout, 0)}")
+    tiled, dropped = _untile(root, ids)
+    if tiled is not None:
+        _check_geometry(tiled)
+    extra = tuple(cell for cell in dropped if cell.pane not in ids)
+    return WindowLayout(tiled, (*listed, *extra))
+
+
+def _split_floating(section: str, layout: str) -> list[LayoutCell]:
+    cells: list[LayoutCell] = []
+    pos = 0
+    while True:
+        head = _FLOAT_HEAD_RE.match(section, pos)
+        number = _PANE_RE.match(section, head.end()) if head is not None else None
+        if head is None or number is None:
+            raise LayoutError(f"expected a floating pane 'WxH,X,Y,N': {_excerpt(layout, 0)}")
+        width, height = _uint(head[1], section, 0), _uint(head[2], section, 0)
+        left, top = int(head[3]), int(head[4])
+        pane = _uint(number[1], section, 0)
+        cells.append(LayoutCell(width, height, left, top, "pane", pane))
+        pos = number.end()
+        if pos == len(section):
+            return cells
+        if section[pos] != ",":
+            raise LayoutError(f"expected ',' in the floating section: {_excerpt(layout, 0)}")
+        pos += 1
+
+
 def format_layout(root: LayoutCell) -> str:
     """Write a cell tree as tmux does, checksum included."""
     out: list[str] = []
@@ -347,6 +496,35 @@ def leaf_boxes(layout: str) -> list[Box]:
         left, top = int(x), int(y)
         boxes.append((int(n), left, top, left + int(w), top + int(h)))
     return boxes
+
+
+def tiled_boxes(layout: str) -> tuple[list[Box], list[Box]]:
+    """(the tiled panes' boxes, the floating panes' boxes) of any layout string tmux writes.
+
+    The Locations' path: a layout with no floating pane is read by ``leaf_boxes`` (one scan)
+    and proven to tile by area alone: in a tiling each leaf with its right and bottom border
+    covers ``(w+1)*(h+1)`` cells and the leaves cover the root's ``(W+1)*(H+1)`` exactly, so a
+    floating cell left in the tree (a zoomed window's) shows as cells counted twice.  Any other
+    string goes through ``parse_window_layout``.  ``LayoutError`` when neither can read it.
+    """
+    if "<" not in layout and _TOKENS_RE.fullmatch(layout) is not None:
+        boxes = leaf_boxes(layout)
+        root = _HEAD_RE.match(layout, 5)
+        if root is not None:
+            covered = sum((r - x + 1) * (b - y + 1) for _, x, y, r, b in boxes)
+            if covered == (int(root[1]) + 1) * (int(root[2]) + 1):
+                return boxes, []
+    parsed = parse_window_layout(layout)
+    tiled = [] if parsed.tiled is None else _boxes(_leaf_cells(parsed.tiled))
+    return tiled, _boxes(list(parsed.floating))
+
+
+def _boxes(cells: list[LayoutCell]) -> list[Box]:
+    return [
+        (c.pane, c.left, c.top, c.left + c.width, c.top + c.height)
+        for c in cells
+        if c.pane is not None
+    ]
 
 
 Adjacent = tuple[
@@ -420,8 +598,10 @@ def neighbors(rects: Mapping[int, Rect]) -> dict[int, dict[Direction, tuple[Neig
 
 @lru_cache(maxsize=1024)
 def neighbors_of_layout(layout: str) -> dict[int, dict[Direction, tuple[Neighbor, ...]]]:
-    """``neighbors(pane_rects(parse_layout(layout)))``, cached by layout string.
+    """The tiled panes' ``neighbors`` (``parse_window_layout``: a floating pane has none and
+    changes no tiled pane's), cached by layout string.
 
     The same dict is returned for the same string, so callers must not modify it.
     """
-    return neighbors(pane_rects(parse_layout(layout)))
+    tiled = parse_window_layout(layout).tiled
+    return {} if tiled is None else neighbors(pane_rects(tiled))

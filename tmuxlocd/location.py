@@ -15,7 +15,7 @@ from functools import lru_cache
 import msgspec
 
 from tmuxlocd.errors import LayoutError
-from tmuxlocd.layout import DIRECTIONS, box_adjacency, leaf_boxes
+from tmuxlocd.layout import DIRECTIONS, Box, box_adjacency, tiled_boxes
 from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, group_panes, id_number
 
 
@@ -58,6 +58,10 @@ class PaneRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     dead: bool = False
     exit_status: int | None = None
     exit_signal: int | None = None
+    # A floating pane (tmux 3.7+): it has no neighbours, and ``covers`` lists the tiled panes
+    # it lies over, most covered first.  Left out for a tiled pane, like the fields above.
+    floating: bool = False
+    covers: tuple[str, ...] = ()
 
 
 class Neighbors(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,10 +89,19 @@ class Location(msgspec.Struct, frozen=True, kw_only=True):
 NO_NEIGHBORS = Neighbors()
 
 
+class LayoutFacts(msgspec.Struct, frozen=True):
+    """What a window's layout says of its panes: the tiled panes' neighbours (a floating pane
+    is in no list) and each floating pane's ``covers``."""
+
+    neighbors: dict[str, Neighbors]
+    floating: dict[str, tuple[str, ...]]
+
+
 @lru_cache(maxsize=1024)
-def pane_neighbors(layout: str) -> dict[str, Neighbors]:
-    """Pane id -> Neighbors, from the full layout as tmux wrote it (``leaf_boxes``: the
-    panes read off its leaves, no tree built).  A string that is not a layout gives none.
+def layout_facts(layout: str) -> LayoutFacts | None:
+    """``LayoutFacts`` from the full layout as tmux wrote it (``tiled_boxes``: the panes read
+    off its leaves, no tree built unless a pane floats); None for a string that is not a
+    layout.
 
     Cached by layout string (failures too), since a window is rebuilt for reasons that
     leave its layout alone (a rename, a focus change); callers must not modify the result.
@@ -97,18 +110,37 @@ def pane_neighbors(layout: str) -> dict[str, Neighbors]:
     of its cost).
     """
     try:
-        table = box_adjacency(leaf_boxes(layout))
+        tiled, floating = tiled_boxes(layout)
     except LayoutError:
-        return {}
+        return None
     out: dict[str, Neighbors] = {}
-    for number, (above, below, left, right) in table.items():
+    for number, (above, below, left, right) in box_adjacency(tiled).items():
         out[f"%{number}"] = Neighbors(
             above=tuple([f"%{n}" for _, n in above]) if above else (),
             below=tuple([f"%{n}" for _, n in below]) if below else (),
             left=tuple([f"%{n}" for _, n in left]) if left else (),
             right=tuple([f"%{n}" for _, n in right]) if right else (),
         )
-    return out
+    return LayoutFacts(out, {f"%{box[0]}": covered(box, tiled) for box in floating})
+
+
+def covered(box: Box, tiled: list[Box]) -> tuple[str, ...]:
+    """The tiled panes ``box`` overlaps, by the cells it covers of each (most first, then by
+    pane number)."""
+    _, left, top, right, bottom = box
+    found = []
+    for pane, tl, tt, tr, tb in tiled:
+        area = max(0, min(right, tr) - max(left, tl)) * max(0, min(bottom, tb) - max(top, tt))
+        if area > 0:
+            found.append((-area, pane))
+    return tuple(f"%{pane}" for _, pane in sorted(found))
+
+
+def pane_neighbors(layout: str) -> dict[str, Neighbors]:
+    """Pane id -> Neighbors of the tiled panes (``layout_facts``); none for a string that is
+    not a layout."""
+    facts = layout_facts(layout)
+    return {} if facts is None else facts.neighbors
 
 
 def window_locations(
@@ -148,11 +180,21 @@ def window_locations(
         )
         for link in links[1:]
     )
-    table = pane_neighbors(window.layout)
+    facts = layout_facts(window.layout)
+    table = facts.neighbors if facts is not None else {}
+    floats = facts.floating if facts is not None else {}
     out: dict[str, Location] = {}
     for pane in panes:
         kept = refs.get(pane.id) if refs is not None else None
-        if kept is not None and kept[0] is pane:
+        covers = floats.get(pane.id)
+        # A pane's row alone does not say whether it floats, nor what it covers: the layout
+        # does (a tiled pane split under a floating one changes the latter's ``covers``).
+        if (
+            kept is not None
+            and kept[0] is pane
+            and kept[1].floating is (covers is not None)
+            and kept[1].covers == (covers or ())
+        ):
             ref = kept[1]
         else:
             ref = PaneRef(
@@ -166,6 +208,8 @@ def window_locations(
                 width=pane.width,
                 height=pane.height,
                 dead=pane.dead,
+                floating=covers is not None,
+                covers=covers or (),
             )
             if refs is not None:
                 refs[pane.id] = (pane, ref)
@@ -262,7 +306,7 @@ class LocationBuilder:
                 cache[wid] = (key, hit[1])
                 continue
             locs = window_locations(server, window, links, sessions, panes, self._refs)
-            if locs and not pane_neighbors(window.layout):
+            if locs and layout_facts(window.layout) is None:
                 self.unreadable[wid] = window.layout
             else:
                 self.unreadable.pop(wid, None)
@@ -377,11 +421,14 @@ def text_form(loc: Location, *, turn: int | None = None, with_neighbors: bool = 
         head,
         (
             f"session {_one_line(loc.session.name)}, window {w.index} {_json_string(w.name)}, "
-            f"pane {p.index} {p.id}"
+            f"pane {p.index} {p.id}{' (floating)' if p.floating else ''}"
         ),
         f"window active={int(w.active)}, pane active={int(p.active)}, layout {w.layout}",
     ]
-    if with_neighbors:
+    if with_neighbors and p.floating:
+        # A floating pane has no edge neighbours; what it lies over is what "below" means.
+        lines.append(f"neighbors: floating, covers {','.join(p.covers) or 'none'}")
+    elif with_neighbors:
         parts = [
             f"{d} {','.join(ids) if (ids := getattr(loc.neighbors, d)) else 'none'}"
             for d in DIRECTIONS

@@ -292,21 +292,15 @@ def tree(view: View, only: str | None = None) -> Tree:
     for state in sorted(view.server_states(), key=lambda s: s.socket_path):
         if only is not None and state.socket_path != only:
             continue
+        # Each pane as its Location has it (one PaneRef builder: dead, floating and the rest
+        # are the same in /v1/tree as in /v1/panes); a pane of a window no session links has
+        # none, and no place in the tree either.
+        locations = view.locations_of(state.socket_path)
         panes_of: dict[str, list[PaneRef]] = {}
         for p in sorted(state.panes.values(), key=lambda p: p.index):
-            panes_of.setdefault(p.window_id, []).append(
-                PaneRef(
-                    id=p.id,
-                    index=p.index,
-                    active=p.active,
-                    tty=p.tty,
-                    pid=p.pid,
-                    left=p.left,
-                    top=p.top,
-                    width=p.width,
-                    height=p.height,
-                )
-            )
+            loc = locations.get(p.id)
+            if loc is not None:
+                panes_of.setdefault(p.window_id, []).append(loc.pane)
         windows_of: dict[str, list[TreeWindow]] = {}
         for link in state.winlinks:  # sorted by session id, then index
             window = state.windows.get(link.window_id)
