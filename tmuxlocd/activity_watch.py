@@ -244,7 +244,9 @@ class ActivityWatcher:
                 self._drop(self._watches.pop(key))
         for key, loc in wanted.items():
             watch = self._watches.get(key)
-            if watch is not None and watch.pid != loc.pane.pid:  # respawned
+            # Respawned: a new process.  A pid of 0 is none said (next-3.8 writes no
+            # pane_pid for a dead pane): the same pane, dead, not a new process.
+            if watch is not None and loc.pane.pid and watch.pid != loc.pane.pid:
                 self._drop(self._watches.pop(key))
                 watch = None
             if watch is None:
