@@ -61,6 +61,9 @@ __all__ = ["HOOKS", "HOOK_INDEX", "ServerObserver", "Watcher", "resolve_server",
 
 # Before attaching, as a plain client: it never starts a server.
 PROBE_SESSIONS = ("list-sessions", "-F", "#{session_id} #{session_attached}")
+# The session a command run from outside tmux with no target goes to (tmux's own rule,
+# cmd_find_from_nothing: the most recently active session), asked the same way.
+PROBE_BEST = ("display-message", "-p", "best #{session_id}")
 RETRY_MAX = 2.0  # seconds between attempts while a server is down or failing (capped backoff)
 # The longest a barrier (/v1/sync) waits for tmux: a server that answers nothing for this
 # long (stopped, wedged) makes the barrier fail (503), never answer with the model as it was.
@@ -320,7 +323,7 @@ class ServerObserver:
         self.mirror.spell = spell
         if spell.blocked:
             raise CommandFailed(spell.blocked[0], spell.describe())
-        rc, lines, err = await self._plain(*spell(PROBE_SESSIONS))
+        rc, lines, err = await self._plain(*spell(PROBE_SESSIONS), ";", *spell(PROBE_BEST))
         if rc != 0 and not lines:  # (rows and status 1: a user's after-hook failed)
             if not socket_alive(self.socket_path):
                 return None
@@ -781,20 +784,35 @@ class ServerObserver:
 
 
 def parse_probe(lines: list[str]) -> list[tuple[str, int]]:
-    """The rows of ``PROBE_SESSIONS``: (session id, clients attached)."""
+    """The rows of ``PROBE_SESSIONS``: (session id, clients attached); the session of
+    ``PROBE_BEST``'s line, when there is one, first."""
     sessions = []
+    best = None
     for line in lines:
+        if line.startswith("best "):
+            best = line[5:]
+            continue
         sid, _, attached = line.partition(" ")
         if not (sid.startswith("$") and sid[1:].isdigit() and attached.isdigit()):
             raise CommandFailed("list-sessions", f"unexpected answer {line[:100]!r}")
         sessions.append((sid, int(attached)))
+    if any(sid == best for sid, _ in sessions):
+        sessions.sort(key=lambda s: s[0] != best)
+    else:  # a session a real client already has (no session_attached changes from 0)
+        sessions.sort(key=lambda s: (s[1] == 0, id_number(s[0])))
     return sessions
 
 
 def attach_target(sessions: list[tuple[str, int]]) -> str:
-    """Prefer a session a real client already has: attaching there changes no
-    session_attached from 0 and no focus (measured side effects of attaching)."""
-    return min(sessions, key=lambda s: (s[1] == 0, id_number(s[0])))[0]
+    """The session to attach to: the first of ``parse_probe``'s (the most recently active
+    session, when tmux said which).
+
+    Attaching makes a session the most recently active one (tmux moves its activity time),
+    and a command run from outside tmux with no target goes to the most recently active
+    session.  Attached to the one that already is, the daemon leaves that order, so the
+    target of every such command, as it was (docs/reliability.md, "Scripts beside the
+    daemon").  Without that answer: a session a real client already has, the lowest id."""
+    return sessions[0][0]
 
 
 class Watcher:
