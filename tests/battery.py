@@ -41,7 +41,7 @@ class Outcome:
 
     def brief(self) -> str:
         text = self.shown or self.out.strip() or self.err.strip()
-        return f"{self.rc}: {text}"[:60]
+        return f"{self.rc}: {', '.join(text.splitlines())}"[:60]
 
 
 class Server:
