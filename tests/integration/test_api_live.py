@@ -306,6 +306,27 @@ async def test_fresh_read_shows_a_rename(live: Live) -> None:
     assert body["window"]["name"] == "fresh-name"
 
 
+async def test_a_dead_pane_is_dead_in_the_tree_too(live: Live) -> None:
+    """/v1/tree shows each pane as its Location has it (it once built its own, without
+    ``dead``: a dead pane said ``dead: true`` in /v1/panes and false in the tree)."""
+    await live.tmux("set-option", "-g", "remain-on-exit", "on")
+    pane = await live.tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "exit 7")
+    await wait_until(
+        lambda: live.srv.run("display", "-p", "-t", pane, "#{pane_dead}").strip() == "1",
+        10,
+        what=f"{pane} dead",
+    )
+    await live.sync()
+    assert (await live.get(f"/v1/panes/{pane[1:]}"))["pane"]["dead"] is True
+    tree = await live.get("/v1/tree")
+    panes = {
+        p["id"]: p for s in tree["servers"][0]["sessions"] for w in s["windows"] for p in w["panes"]
+    }
+    assert panes[pane]["dead"] is True
+    live_pane = await live.tmux("display", "-p", "-t", "main:0", "#{pane_id}")
+    assert "dead" not in panes[live_pane]  # left out at its default, as in a Location
+
+
 async def test_resume_across_a_disconnect(live: Live) -> None:
     url = "http://localhost/v1/events?format=ndjson"
     async with live.client.get(url) as resp:
