@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
 import shutil
-from collections.abc import AsyncIterator, Callable
+import struct
+import subprocess
+import termios
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +24,7 @@ import pytest
 from tests.api.apitest import StreamReader
 from tests.integration.test_api_live import Live
 from tests.tmuxbin import version_of
-from tests.tmuxtest import TMUX
+from tests.tmuxtest import TMUX, poll
 
 pytestmark = [
     pytest.mark.integration,
@@ -163,3 +169,75 @@ async def test_a_pane_that_floats_and_tiles_again(rig: Floating) -> None:
     added = await rig.until(about(modal, "pane.added"), "the modal pane")
     assert added[-1]["location"]["pane"]["floating"] is True
     assert (await rig.neighbours("%0"))["right"] == ["%1"]
+
+
+async def test_a_floating_pane_dragged_with_the_mouse(rig: Floating) -> None:
+    """tmux announces a floating pane moved with the mouse to nobody (no %layout-change):
+    the safety net's digest holds every layout, so the move still arrives, unasked."""
+    live = rig.live
+    await live.tmux("set-option", "-g", "mouse", "on")
+    new = await live.tmux(
+        "new-pane", "-t", "%0", "-X", "10", "-Y", "5", "-x", "30", "-y", "6",
+        "-P", "-F", "#{pane_id}", "cat",
+    )  # fmt: skip
+    added = (await rig.until(about(new, "pane.added"), "the floating pane"))[-1]["location"]
+    left, top = added["pane"]["left"], added["pane"]["top"]
+    with terminal(live) as write:
+        # Press on the pane's top border, drag 8 cells right and 4 down, release (SGR mouse).
+        x, y = left + 5 + 1, top - 1 + 1  # 1-based terminal cells
+        write(f"\033[<0;{x};{y}M")
+        write(f"\033[<32;{x + 4};{y + 2}M")
+        write(f"\033[<32;{x + 8};{y + 4}M")
+        write(f"\033[<0;{x + 8};{y + 4}m")
+        moved = await rig.until(
+            about(new, "pane.changed", lambda loc: loc["pane"]["left"] != left),
+            "the dragged pane's new place",
+        )
+    where = moved[-1]["location"]["pane"]
+    assert (where["left"], where["top"]) == (left + 8, top + 4)
+    assert where["floating"] is True
+    assert (await rig.neighbours("%0"))["right"] == ["%1"]
+
+
+@contextlib.contextmanager
+def terminal(live: Live) -> Iterator[Callable[[str], None]]:
+    """A terminal client (a pty of its own, 80x24) attached to ``main``: what it writes is
+    what a person's terminal sends tmux."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    proc = subprocess.Popen(
+        live.srv.argv("attach-session", "-t", "main"),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**env, "TERM": "xterm-256color"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    stop = threading.Event()
+
+    def drain() -> None:  # a terminal that is never read would stall tmux's writes to it
+        while not stop.is_set():
+            try:
+                if not os.read(master, 65536):
+                    return
+            except OSError:
+                return
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        poll(lambda: "0" in live.srv.run("list-clients", "-F", "#{client_control_mode}"), 10,
+             "the terminal client")  # fmt: skip
+
+        def write(text: str) -> None:
+            os.write(master, text.encode())
+
+        yield write
+    finally:
+        stop.set()
+        proc.kill()
+        proc.wait(10)
+        os.close(master)
+        reader.join(5)
