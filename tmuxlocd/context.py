@@ -14,6 +14,10 @@ opened without following links, written to a temporary file and renamed, under a
 lock (two hooks of one session may run at once).  When no state can be kept (a full disk, an
 unsafe directory), a prompt injects every time and a tool call never.
 
+Gemini CLI's transcript: its ``PreCompress`` hook records how long the session's transcript
+is; the next hook of the session reads only what was appended since (regular files only,
+opened without blocking), for the line Gemini CLI writes when it rebuilds the history.
+
 Start-up cost is the point: this module imports only ``json``, ``zlib`` and ``fcntl`` (plus
 the stdlib-only request of ``tmuxlocd.cli``); the no-daemon path pays for
 the rest.
@@ -100,17 +104,84 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
 def handle(
     event: harness.HookEvent, store: Store, floor: int, env: Mapping[str, str]
 ) -> str | None:
-    """One event: lock the session's state, decide, read the location if needed, save."""
+    """One event: lock the session's state, read the transcript if a mark asks for it,
+    decide, read the location if needed, save."""
     key = harness.state_name(event.harness, event.session)
     with store.locked(key):
         prior = store.load(key)
         now_ms = time.time_ns() // 1_000_000
-        step = harness.plan(event.kind, prior, now_ms, floor)
+        where = harness.check_from(event, prior)
+        rebuilt = transcript_rebuilt(*where) if where is not None else False
+        step = harness.plan(event, prior, now_ms, floor, rebuilt)
         reading = read_location(step.etag, env) if step.ask else None
-        outcome = harness.conclude(event.kind, step, reading, now_ms)
+        size = transcript_size(step.measure) if step.measure else None
+        outcome = harness.conclude(event, step, reading, now_ms, size)
         if outcome.state is not None:
             store.save(key, outcome.state, new=prior is None)
     return outcome.text
+
+
+# ----------------------------------------------------------------------------------------------
+# The transcript (Gemini CLI's, for compression; see ``harness.REBUILT``).
+
+_TRANSCRIPT_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_CHUNK = 1 << 16
+
+
+def _open_regular(path: str) -> tuple[int, int] | None:
+    """(fd, size) of a regular file, opened without blocking (a FIFO never stalls a hook)."""
+    import stat
+
+    try:
+        fd = os.open(path, _TRANSCRIPT_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd, st.st_size
+
+
+def transcript_size(path: str) -> int | None:
+    opened = _open_regular(path)
+    if opened is None:
+        return None
+    os.close(opened[0])
+    return opened[1]
+
+
+def transcript_rebuilt(path: str, offset: int) -> bool:
+    """Whether the transcript shows its history rebuilt after ``offset``: read from there,
+    a chunk at a time, up to the first sign.  A transcript that shrank, or grew by more than
+    ``harness.MAX_SCAN``, counts as rebuilt; one that cannot be read, as not."""
+    opened = _open_regular(path)
+    if opened is None:
+        return False
+    fd, size = opened
+    try:
+        if size < offset or size - offset > harness.MAX_SCAN:
+            return True
+        keep = len(harness.REBUILT) - 1
+        tail = b""
+        position = offset
+        while position < size:
+            chunk = os.pread(fd, min(_CHUNK, size - position), position)
+            if not chunk:
+                break
+            if harness.rebuilt_in(tail + chunk):
+                return True
+            tail = (tail + chunk)[-keep:]
+            position += len(chunk)
+        return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -5,17 +5,26 @@ what the hook prints to the model's context.  Everything decided here is a funct
 event (stdin), the session's state file (what this session was last told) and the reading of
 the location; the shell around it (``tmuxlocd.context``) only does the I/O.
 
-The design, per session of a harness:
+The design, per session of a harness: the location is told once, and again only when it
+changed or the model's history lost it.  The state file keeps what this session was last
+told and how (at a session start, or with a prompt or a tool call), which is what the
+model's history holds of the location as far as the hook can know.
 
-- ``SessionStart`` (startup, resume, clear, compact): the location, since the model has none
-  or lost it, and what was told is forgotten, so the next prompt injects again (the turn
-  count goes on).
+- ``SessionStart``: the location, unless the history the session starts with already holds
+  it: a ``resume`` replays what was told before (Claude Code and Codex replay every
+  injection; Gemini CLI drops those of a session start, see ``REPLAYED``), so an unchanged
+  location is not told again.  ``startup``, ``clear`` and ``compact`` start from a history
+  without it.  What is told here counts as told, and the turn count goes on.
 - a prompt (``UserPromptSubmit``, Gemini's ``BeforeAgent``): counts the turn, and injects the
-  location with ``turn N`` and the neighbours only if it differs from the last injected one.
+  location with ``turn N`` and the neighbours only if it differs from what the history holds.
 - after a tool call (``PostToolUse``, Gemini's ``AfterTool``): the location only if it changed
-  since the last injection, so a ``tmux break-pane`` the agent just ran is known before its
-  next tool call.  Unchanged costs one conditional request and writes nothing.
-- Gemini's ``PreCompress``: forget what was told (the summary may drop it); prints nothing.
+  since it was told, so a ``tmux break-pane`` the agent just ran is known before its next
+  tool call.  Unchanged costs one conditional request and writes nothing.
+- Gemini's ``PreCompress``: fires before every model request (Gemini CLI 0.61 runs it before
+  its threshold check), so it is not a sign of compression.  It marks where the session's
+  transcript stood; the next event reads what was appended since, and only a history
+  rebuilt since then (Gemini CLI records one as ``{"$set":{"sessionId":...}}``: see
+  ``REBUILT``) counts as lost.  Prints nothing.
 - ``min_interval_ms``: no injection sooner than this after the last one (0: no floor).
 
 Standard library only, and only its C parts: this runs once per prompt and tool call, from a
@@ -35,7 +44,7 @@ HARNESSES = ("claude", "codex", "gemini")
 START = "start"
 PROMPT = "prompt"
 TOOL = "tool"
-FORGET = "forget"
+PRECOMPACT = "precompact"  # the harness may compact the history before its next request
 
 # Event names as each harness spells them on stdin (``hook_event_name``) and expects them
 # back (``hookSpecificOutput.hookEventName``), and what each means here.
@@ -46,36 +55,76 @@ EVENTS: dict[str, dict[str, str]] = {
         "SessionStart": START,
         "BeforeAgent": PROMPT,
         "AfterTool": TOOL,
-        "PreCompress": FORGET,
+        "PreCompress": PRECOMPACT,
     },
 }
 
 # The name of each harness's shell tool (the matcher of its after-tool hook).
 SHELL_TOOL = {"claude": "Bash", "codex": "Bash", "gemini": "run_shell_command"}
 
+# How the block a session was last told reached it: with the session's start, or with a
+# prompt or a tool call ("turn").  A resumed session's history replays the injections of the
+# origins listed here, and drops the others (docs/harnesses.md): Claude Code (2.1.332) and
+# Codex keep every hook's text in the history they resume; Gemini CLI (0.61.0) leaves out of
+# a resumed history every user turn that begins with ``<hook_context>``, as a session
+# start's text does.
+ORIGIN_START = "start"
+ORIGIN_TURN = "turn"
+REPLAYED: dict[str, frozenset[str]] = {
+    "claude": frozenset((ORIGIN_START, ORIGIN_TURN)),
+    "codex": frozenset((ORIGIN_START, ORIGIN_TURN)),
+    "gemini": frozenset((ORIGIN_TURN,)),
+}
+
+# What Gemini CLI appends to a session's transcript when it rebuilds the chat's history, on
+# compression and on resume (``ChatRecordingService.initialize`` with resumed data): the
+# line ``{"$set":{"sessionId":"<id>"}}``.  Found after a mark, the history was rebuilt.
+REBUILT = b'{"$set":{"sessionId":'
+MAX_SCAN = 8 << 20  # more appended than this since the mark: taken as rebuilt
+
 HEAD = "tmux location:\n"
 MAX_STDIN = 1 << 20  # a prompt is in the event: large, but not unbounded
 MAX_SESSION_ID = 512
+MAX_PATH = 4096
 MAX_INTERVAL_MS = 86_400_000  # a day: a floor longer than that is a mistake
-STATE_MAGIC = "tmuxlocd-context 1"
+STATE_MAGIC = "tmuxlocd-context 2"
+STATE_MAGIC_1 = "tmuxlocd-context 1"  # before origins and marks; still read
 # Old sessions expire: files untouched this long are removed, and at most this many kept.
 STATE_MAX_AGE_S = 7 * 86_400
 STATE_MAX_FILES = 256
 
 
 class HookEvent:
-    """One hook event, as far as it matters here."""
+    """One hook event, as far as it matters here: ``source`` is a session start's
+    (``startup``, ``resume``, ``clear``, ``compact``), ``transcript`` the session's transcript
+    path and ``trigger`` Gemini's ``PreCompress`` trigger (``auto``, ``manual``); "" when
+    absent."""
 
-    __slots__ = ("harness", "kind", "name", "session")
+    __slots__ = ("harness", "kind", "name", "session", "source", "transcript", "trigger")
 
-    def __init__(self, harness: str, name: str, kind: str, session: str) -> None:
+    def __init__(
+        self,
+        harness: str,
+        name: str,
+        kind: str,
+        session: str,
+        source: str = "",
+        transcript: str = "",
+        trigger: str = "",
+    ) -> None:
         self.harness = harness
         self.name = name
         self.kind = kind
         self.session = session
+        self.source = source
+        self.transcript = transcript
+        self.trigger = trigger
 
     def __repr__(self) -> str:
-        return f"HookEvent({self.harness!r}, {self.name!r}, {self.kind!r}, {self.session!r})"
+        return (
+            f"HookEvent({self.harness!r}, {self.name!r}, {self.kind!r}, {self.session!r}, "
+            f"{self.source!r}, {self.transcript!r}, {self.trigger!r})"
+        )
 
 
 def parse_event(harness: str, data: bytes) -> HookEvent | None:
@@ -97,7 +146,26 @@ def parse_event(harness: str, data: bytes) -> HookEvent | None:
     kind = events.get(name)
     if kind is None or not session or len(session) > MAX_SESSION_ID:
         return None
-    return HookEvent(harness, name, kind, session)
+    return HookEvent(
+        harness,
+        name,
+        kind,
+        session,
+        _word(value.get("source")),
+        _path(value.get("transcript_path")),
+        _word(value.get("trigger")),
+    )
+
+
+def _word(value: object) -> str:
+    return value if isinstance(value, str) and len(value) <= 64 else ""
+
+
+def _path(value: object) -> str:
+    """A transcript path this hook may read later: absolute, one line, not too long."""
+    if not isinstance(value, str) or not value.startswith("/") or len(value) > MAX_PATH:
+        return ""
+    return "" if "\n" in value or "\r" in value or "\0" in value else value
 
 
 def parse_min_interval(text: str) -> int | None:
@@ -227,55 +295,103 @@ def _digits(s: str, i: int) -> int:
 
 
 class State:
-    """``turn``: prompts seen since the session (re)started; ``time_ms``: when the location
-    was last injected; ``etag``: the daemon's ETag of that text ("" if unknown); ``block``:
-    that text without its turn label ("" once forgotten: the next prompt injects)."""
+    """``turn``: prompts seen since the session started; ``time_ms``: when the location was
+    last injected; ``etag``: the daemon's ETag of that text ("" if unknown); ``block``: that
+    text without its turn label, what the model's history holds ("" when it holds none);
+    ``origin``: how ``block`` was told (``ORIGIN_START``, ``ORIGIN_TURN``, "" when none);
+    ``mark`` and ``mark_path``: the offset in the session's transcript where a compaction
+    check starts (-1: none pending)."""
 
-    __slots__ = ("block", "etag", "time_ms", "turn")
+    __slots__ = ("block", "etag", "mark", "mark_path", "origin", "time_ms", "turn")
 
-    def __init__(self, turn: int = 0, time_ms: int = 0, etag: str = "", block: str = "") -> None:
+    def __init__(
+        self,
+        turn: int = 0,
+        time_ms: int = 0,
+        etag: str = "",
+        block: str = "",
+        origin: str = "",
+        mark: int = -1,
+        mark_path: str = "",
+    ) -> None:
         self.turn = turn
         self.time_ms = time_ms
         self.etag = etag
         self.block = block
+        self.origin = origin
+        self.mark = mark
+        self.mark_path = mark_path
+
+    def _key(self) -> tuple[int, int, str, str, str, int, str]:
+        return (
+            self.turn,
+            self.time_ms,
+            self.etag,
+            self.block,
+            self.origin,
+            self.mark,
+            self.mark_path,
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, State):
             return NotImplemented
-        return (self.turn, self.time_ms, self.etag, self.block) == (
-            other.turn,
-            other.time_ms,
-            other.etag,
-            other.block,
-        )
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.turn, self.time_ms, self.etag, self.block))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"State({self.turn}, {self.time_ms}, {self.etag!r}, {self.block!r})"
+        return "State(" + ", ".join(repr(v) for v in self._key()) + ")"
+
+
+_ORIGINS = ("", ORIGIN_START, ORIGIN_TURN)
 
 
 def encode_state(state: State) -> bytes:
     etag = "".join(c for c in state.etag if c.isprintable() and c not in "\r\n")
-    return f"{STATE_MAGIC}\n{state.turn}\n{state.time_ms}\n{etag}\n{state.block}".encode()
+    marked = state.mark >= 0 and _path(state.mark_path) == state.mark_path != ""
+    mark, path = (str(state.mark), state.mark_path) if marked else ("", "")
+    origin = state.origin if state.origin in _ORIGINS else ""
+    return (
+        f"{STATE_MAGIC}\n{state.turn}\n{state.time_ms}\n{etag}\n{origin}\n{mark}\n{path}\n"
+        f"{state.block}"
+    ).encode()
+
+
+def _numeral(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def decode_state(data: bytes) -> State | None:
-    """The state file -> a State; None for a file this version did not write whole."""
+    """The state file -> a State; None for a file this version did not write whole.  A file
+    of the first format (no origin, no mark) reads as told with a turn: that version forgot
+    what it told at a session start."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    parts = text.split("\n", 4)
-    if len(parts) != 5 or parts[0] != STATE_MAGIC:
+    head, _, _ = text.partition("\n")
+    if head == STATE_MAGIC_1:
+        parts = text.split("\n", 4)
+        if len(parts) != 5:
+            return None
+        turn, time_ms, etag, block = parts[1:]
+        origin, mark, path = (ORIGIN_TURN if block else ""), "", ""
+    elif head == STATE_MAGIC:
+        parts = text.split("\n", 7)
+        if len(parts) != 8:
+            return None
+        turn, time_ms, etag, origin, mark, path, block = parts[1:]
+    else:
         return None
-    turn, time_ms, etag, block = parts[1:]
-    if not (turn.isascii() and turn.isdigit() and time_ms.isascii() and time_ms.isdigit()):
+    if not (_numeral(turn) and _numeral(time_ms)) or origin not in _ORIGINS:
         return None
     if block and not (block.startswith(HEAD) and block.endswith("\n")):
         return None
-    return State(int(turn), int(time_ms), etag, block)
+    if (mark and not (_numeral(mark) and path and _path(path) == path)) or (path and not mark):
+        return None
+    return State(int(turn), int(time_ms), etag, block, origin, int(mark) if mark else -1, path)
 
 
 # No "." (a session's lock and temporary files are "<name>.<suffix>"), no "=" (digests).
@@ -313,16 +429,28 @@ ABSENT = Reading("absent")
 
 
 class Step:
-    """Whether to read the location, with which ETag; the session's state before and the turn
-    this event belongs to."""
+    """Whether to read the location, with which ETag; the session's state before, the turn
+    this event belongs to, what the model's history holds of the location (``held``) and, for
+    a ``PreCompress``, the transcript whose size marks where a compaction check starts
+    (``measure``, "" for none)."""
 
-    __slots__ = ("ask", "etag", "prior", "turn")
+    __slots__ = ("ask", "etag", "held", "measure", "prior", "turn")
 
-    def __init__(self, ask: bool, etag: str, prior: State | None, turn: int) -> None:
+    def __init__(
+        self,
+        ask: bool,
+        etag: str,
+        prior: State | None,
+        turn: int,
+        held: str = "",
+        measure: str = "",
+    ) -> None:
         self.ask = ask
         self.etag = etag
         self.prior = prior
         self.turn = turn
+        self.held = held
+        self.measure = measure
 
 
 class Outcome:
@@ -335,27 +463,66 @@ class Outcome:
         self.state = state
 
 
+def check_from(event: HookEvent, prior: State | None) -> tuple[str, int] | None:
+    """Before ``plan``: the transcript and offset to read for a rebuilt history (see
+    ``REBUILT``), when a ``PreCompress`` left a mark; None when nothing is to be read."""
+    if event.kind == PRECOMPACT or prior is None or prior.mark < 0 or not prior.mark_path:
+        return None
+    return prior.mark_path, prior.mark
+
+
+def rebuilt_in(appended: bytes) -> bool:
+    """Whether what a transcript gained since the mark shows its history rebuilt."""
+    return REBUILT in appended
+
+
+def holds(event: HookEvent, prior: State | None, rebuilt: bool) -> str:
+    """What the model's history holds of the location when this event runs, as far as the
+    session's state knows: what it was last told, unless the history was rebuilt since, or
+    this session start begins a history without it."""
+    if prior is None or rebuilt:
+        return ""
+    if event.kind != START:
+        return prior.block
+    if event.source == "resume" and prior.origin in REPLAYED.get(event.harness, frozenset()):
+        return prior.block
+    return ""
+
+
 def _floor_holds(prior: State, now_ms: int, min_interval_ms: int) -> bool:
     elapsed = now_ms - prior.time_ms
     return bool(prior.block) and min_interval_ms > 0 and 0 <= elapsed < min_interval_ms
 
 
-def plan(kind: str, prior: State | None, now_ms: int, min_interval_ms: int) -> Step:
-    """Before any I/O but the state file: whether this event needs the location."""
+def plan(
+    event: HookEvent,
+    prior: State | None,
+    now_ms: int,
+    min_interval_ms: int,
+    rebuilt: bool = False,
+) -> Step:
+    """Before any I/O but the state file (and the transcript ``check_from`` names, whose
+    verdict is ``rebuilt``): whether this event needs the location."""
+    kind = event.kind
+    turn = prior.turn if prior else 0
+    held = holds(event, prior, rebuilt)
+    etag = prior.etag if prior is not None and held else ""
     if kind == START:
-        return Step(True, "", prior, prior.turn if prior else 0)
-    if kind == FORGET:
-        return Step(False, "", prior, prior.turn if prior else 0)
+        return Step(True, etag, prior, turn, held)
+    if kind == PRECOMPACT:
+        # Only a session that was told something, with no mark pending, needs one.
+        pending = prior is not None and prior.mark >= 0
+        measure = event.transcript if held and not pending else ""
+        return Step(False, "", prior, turn, held, measure)
     if kind == PROMPT:
-        turn = (prior.turn if prior else 0) + 1
+        turn += 1
         if prior is not None and _floor_holds(prior, now_ms, min_interval_ms):
-            return Step(False, "", prior, turn)
-        etag = prior.etag if prior is not None and prior.block else ""
-        return Step(True, etag, prior, turn)
-    # TOOL: only a location the model was told can have changed.
+            return Step(False, "", prior, turn, held)
+        return Step(True, etag, prior, turn, held)
+    # TOOL: only a location the model was told can have changed, or have been lost.
     if prior is None or not prior.block or _floor_holds(prior, now_ms, min_interval_ms):
-        return Step(False, "", prior, prior.turn if prior else 0)
-    return Step(True, prior.etag, prior, prior.turn)
+        return Step(False, "", prior, turn, held)
+    return Step(True, etag, prior, turn, held)
 
 
 def labelled(block: str, turn: int | None) -> str:
@@ -365,30 +532,41 @@ def labelled(block: str, turn: int | None) -> str:
     return f"tmux location (turn {turn}):\n" + block[len(HEAD) :]
 
 
-def conclude(kind: str, step: Step, reading: Reading | None, now_ms: int) -> Outcome:
-    """After the reading (None when ``step.ask`` was false): what to print and to save."""
+def conclude(
+    event: HookEvent,
+    step: Step,
+    reading: Reading | None,
+    now_ms: int,
+    size: int | None = None,
+) -> Outcome:
+    """After the reading (None when ``step.ask`` was false) and, for a ``PreCompress``, the
+    size of ``step.measure`` (None when unknown): what to print and to save."""
     prior = step.prior
-    if kind == START:
-        # Forget what was told (the next prompt injects again, whatever this one printed);
-        # the turn count goes on.
-        text = reading.block if reading is not None and reading.status == "location" else None
-        return Outcome(text, State(step.turn, 0, "", ""))
-    if kind == FORGET:
-        if prior is None:
-            return Outcome(None, None)
-        return Outcome(None, State(prior.turn, 0, "", ""))
+    if event.kind == PRECOMPACT:
+        if prior is None or not step.held or prior.mark >= 0:
+            return Outcome(None, None)  # nothing told, or a mark already pending
+        if not step.measure or size is None:
+            # No transcript to check later: a manual /compress compresses, so forget.
+            if event.trigger != "manual":
+                return Outcome(None, None)
+            return Outcome(None, State(prior.turn, 0, "", "", "", -1, ""))
+        mark = State(prior.turn, prior.time_ms, prior.etag, prior.block, prior.origin)
+        mark.mark, mark.mark_path = size, step.measure
+        return Outcome(None, mark)
+    if reading is not None and reading.status == "location" and reading.block != step.held:
+        origin = ORIGIN_START if event.kind == START else ORIGIN_TURN
+        text = reading.block if event.kind == START else labelled(reading.block, step.turn)
+        return Outcome(text, State(step.turn, now_ms, reading.etag, reading.block, origin))
+    # Nothing to tell: the history keeps what it holds (and a mark is spent).
     base = prior or State()
-    if reading is None or reading.status != "location":
-        if kind == PROMPT:  # the turn is counted all the same
-            return Outcome(None, State(step.turn, base.time_ms, base.etag, base.block))
-        return Outcome(None, None)
-    if reading.block == base.block:
-        if kind == PROMPT or reading.etag != base.etag:
-            return Outcome(None, State(step.turn, base.time_ms, reading.etag, base.block))
-        return Outcome(None, None)
-    return Outcome(
-        labelled(reading.block, step.turn), State(step.turn, now_ms, reading.etag, reading.block)
-    )
+    if step.held:
+        etag = reading.etag if reading is not None and reading.status == "location" else base.etag
+        state = State(step.turn, base.time_ms, etag, step.held, base.origin)
+    else:
+        state = State(step.turn)
+    if prior is None:
+        return Outcome(None, None if event.kind == TOOL else state)
+    return Outcome(None, None if state == prior else state)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -249,29 +249,138 @@ def test_after_a_break_pane_the_tool_hook_injects(rig: Rig, mode: str, harness: 
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_session_start_tells_and_the_next_prompt_tells_again(
-    rig: Rig, mode: str, harness: str
-) -> None:
+def test_what_the_session_start_told_is_not_told_again(rig: Rig, mode: str, harness: str) -> None:
+    """The first prompt of a session carries nothing the session start already told."""
     agent = Agent(rig, "a")
     told = agent.hook(harness, start(harness, "s1"))
     assert told is not None and told.startswith("tmux location:\n")
-    assert agent.hook(harness, prompt(harness, "s1")) is not None
+    assert len(told.encode()) < 200  # the only copy the session gets (about 180 bytes)
     assert agent.hook(harness, prompt(harness, "s1")) is None
-    # Compaction: Claude Code and Codex start the session again with source "compact";
-    # Gemini CLI announces it with PreCompress.
-    if harness == "gemini":
-        assert agent.hook(harness, event(harness, "PreCompress", "s1", trigger="auto")) is None
-    else:
-        assert agent.hook(harness, start(harness, "s1", "compact")) is not None
-    again = agent.hook(harness, prompt(harness, "s1"))
-    assert again is not None and again.startswith("tmux location (turn 3):\n")
+    assert agent.hook(harness, after_tool(harness, "s1", "ls")) is None
+    assert agent.hook(harness, prompt(harness, "s1")) is None
+    # A change after it is told, once, by the next tool call or prompt.
+    below = rig.tmux.run(
+        "split-window", "-d", "-v", "-t", agent.pane, "-P", "-F", "#{pane_id}", "cat"
+    ).strip()
+    changed = agent.hook(harness, after_tool(harness, "s1"))
+    assert changed is not None and changed.startswith("tmux location (turn 2):\n")
+    assert neighbours(changed) == f"neighbors: above none; below {below}; left none; right none"
+    assert agent.hook(harness, prompt(harness, "s1")) is None
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_clear_and_compaction_tell_again(rig: Rig, mode: str, harness: str) -> None:
+    """Claude Code and Codex start the session again with source "clear" or "compact": the
+    model lost its history, so the location is told again, and counts as told."""
+    agent = Agent(rig, "a")
+    assert agent.hook(harness, start(harness, "s1")) is not None
+    assert agent.hook(harness, prompt(harness, "s1")) is None
+    for source in ("compact", "clear"):
+        again = agent.hook(harness, start(harness, "s1", source))
+        assert again is not None and again.startswith("tmux location:\n")
+        assert agent.hook(harness, prompt(harness, "s1")) is None
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_a_resumed_session_is_not_told_what_its_history_replays(
+    rig: Rig, mode: str, harness: str
+) -> None:
+    """``claude -p --resume`` and ``codex exec resume`` keep the session id and replay every
+    earlier injection: an unchanged location is not told again, a changed one once."""
+    agent = Agent(rig, "a")
+    assert agent.hook(harness, start(harness, "s1")) is not None
+    assert agent.hook(harness, prompt(harness, "s1")) is None
+    assert agent.hook(harness, start(harness, "s1", "resume")) is None
+    assert agent.hook(harness, prompt(harness, "s1")) is None
+
+    rig.tmux.run("split-window", "-d", "-t", agent.pane, "cat")
+    resumed = agent.hook(harness, start(harness, "s1", "resume"))
+    assert resumed is not None and "below %" in neighbours(resumed)
+    assert agent.hook(harness, prompt(harness, "s1")) is None
+    assert agent.hook(harness, start(harness, "s1", "resume")) is None
+
+
+def test_a_resumed_gemini_session_is_told_what_its_history_dropped(rig: Rig, mode: str) -> None:
+    """Gemini CLI drops a session start's injection from a resumed history and keeps a
+    prompt's: told once on resume after the former, not at all after the latter."""
+    agent = Agent(rig, "a")
+    assert agent.hook("gemini", start("gemini", "s1")) is not None
+    assert agent.hook("gemini", prompt("gemini", "s1")) is None
+    resumed = agent.hook("gemini", start("gemini", "s1", "resume"))
+    assert resumed is not None and resumed.startswith("tmux location:\n")
+    assert agent.hook("gemini", prompt("gemini", "s1")) is None
+
+    # Told by a prompt (a session whose start hook did not run): kept on resume.
+    assert agent.hook("gemini", prompt("gemini", "s2")) is not None
+    assert agent.hook("gemini", start("gemini", "s2", "resume")) is None
+
+
+class Transcript:
+    """A Gemini CLI session's transcript, appended to as Gemini CLI 0.61.0 does."""
+
+    REQUEST = b'{"id":"m1","type":"gemini","content":"ok"}\n{"$set":{"lastUpdated":"t"}}\n'
+    COMPRESSED = b'{"$set":{"sessionId":"s1"}}\n{"$set":{"messages":[]}}\n'
+
+    def __init__(self, rig: Rig) -> None:
+        self.path = rig.root / "chats" / "session-s1.jsonl"
+        self.path.parent.mkdir()
+        self.path.write_bytes(b'{"sessionId":"s1","projectHash":"p"}\n')
+
+    def request(self, agent: Agent, compressed: bool = False) -> None:
+        """Gemini CLI's PreCompress, then the request, compressed or not."""
+        sent = event("gemini", "PreCompress", "s1", transcript_path=str(self.path))
+        assert agent.hook("gemini", {**sent, "trigger": "auto"}) is None
+        with self.path.open("ab") as f:
+            f.write((self.COMPRESSED if compressed else b"") + self.REQUEST)
+
+
+def gemini(sent: dict[str, Any], transcript: Transcript) -> dict[str, Any]:
+    return {**sent, "transcript_path": str(transcript.path)}
+
+
+def test_gemini_precompress_before_every_request_is_not_a_compression(rig: Rig, mode: str) -> None:
+    """Gemini CLI 0.61 runs PreCompress before every model request: neither a prompt nor a
+    tool call repeats an unchanged location for it, and a tool call tells a change."""
+    agent = Agent(rig, "a")
+    t = Transcript(rig)
+    assert agent.hook("gemini", gemini(start("gemini", "s1"), t)) is not None
+    for _ in range(3):
+        assert agent.hook("gemini", gemini(prompt("gemini", "s1"), t)) is None
+        t.request(agent)
+        assert agent.hook("gemini", gemini(after_tool("gemini", "s1", "ls"), t)) is None
+        t.request(agent)
+    rig.tmux.run("break-pane", "-d", "-s", agent.pane)
+    t.request(agent)
+    moved = agent.hook("gemini", gemini(after_tool("gemini", "s1"), t))
+    assert moved is not None and moved.startswith("tmux location (turn 3):\n")
+    t.request(agent)
+    assert agent.hook("gemini", gemini(prompt("gemini", "s1"), t)) is None
+
+
+def test_gemini_tells_again_after_a_real_compression(rig: Rig, mode: str) -> None:
+    agent = Agent(rig, "a")
+    t = Transcript(rig)
+    assert agent.hook("gemini", gemini(start("gemini", "s1"), t)) is not None
+    assert agent.hook("gemini", gemini(prompt("gemini", "s1"), t)) is None
+    t.request(agent, compressed=True)
+    again = agent.hook("gemini", gemini(after_tool("gemini", "s1", "ls"), t))
+    assert again is not None and again.startswith("tmux location (turn 1):\n")
+    t.request(agent)
+    assert agent.hook("gemini", gemini(prompt("gemini", "s1"), t)) is None
+    # A compression on the last request of a run is read at the next prompt.
+    t.request(agent, compressed=True)
+    assert agent.hook("gemini", gemini(prompt("gemini", "s1"), t)) is not None
+    # A manual /compress with no transcript to read forgets at once.
+    manual = event("gemini", "PreCompress", "s1", trigger="manual", transcript_path="")
+    assert agent.hook("gemini", manual) is None
+    assert agent.hook("gemini", gemini(prompt("gemini", "s1"), t)) is not None
 
 
 def test_no_tool_injection_before_the_model_was_told(rig: Rig, mode: str) -> None:
     agent = Agent(rig, "a")
     assert agent.hook("claude", after_tool("claude", "s1")) is None
     assert agent.hook("claude", start("claude", "s1")) is not None
-    assert agent.hook("claude", after_tool("claude", "s1")) is None  # told at start, forgotten
+    assert agent.hook("claude", after_tool("claude", "s1")) is None  # told at the start
 
 
 def test_two_sessions_in_one_pane_keep_separate_schedules(rig: Rig, mode: str) -> None:

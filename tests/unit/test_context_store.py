@@ -237,3 +237,100 @@ def test_unchanged_is_one_conditional_request_and_no_write(tmp_path: Path) -> No
     assert first.startswith("GET /v1/self?format=text&neighbors=1&accept=ancestor HTTP/1.1")
     assert "if-none-match" not in first.lower()
     assert all('If-None-Match: "v1"' in head for head in rest)
+
+
+# ----------------------------------------------------------------------------------------------
+# Gemini CLI's transcript: where a PreCompress left its mark, and what came after it.
+
+# Lines as Gemini CLI 0.61.0 appends them (a session's transcript, JSONL).
+MESSAGE = b'{"id":"3776b178","timestamp":"t","type":"gemini","content":"ok"}\n'
+UPDATED = b'{"$set":{"lastUpdated":"2026-12-03T18:29:58.007Z"}}\n'
+REBUILT = b'{"$set":{"sessionId":"119aa4c9-39f4-4cf8-8a3e-57745dd53829"}}\n'
+MESSAGES = b'{"$set":{"messages":[{"id":"d049","type":"user","content":[]}]}}\n'
+
+
+def test_the_transcript_after_a_mark(tmp_path: Path) -> None:
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes(MESSAGE + UPDATED)
+    mark = context.transcript_size(str(transcript))
+    assert mark == len(MESSAGE + UPDATED)
+    assert not context.transcript_rebuilt(str(transcript), mark)  # nothing since
+    with transcript.open("ab") as f:
+        f.write(MESSAGE + UPDATED + MESSAGES)  # a request, an abort's rollback: no rebuild
+    assert not context.transcript_rebuilt(str(transcript), mark)
+    with transcript.open("ab") as f:
+        f.write(REBUILT + MESSAGES + MESSAGE)  # a compression
+    assert context.transcript_rebuilt(str(transcript), mark)
+    # A rebuild before the mark (the resume that opened the session) is not one after it.
+    assert not context.transcript_rebuilt(str(transcript), transcript.stat().st_size)
+
+
+def test_a_rebuild_across_the_reads_is_found(tmp_path: Path) -> None:
+    transcript = tmp_path / "session.jsonl"
+    for split in range(1, len(harness.REBUILT)):  # splits inside the sign itself
+        pad = b"x" * (context._CHUNK - split)
+        transcript.write_bytes(pad + REBUILT)  # the marker across the first chunk's end
+        assert context.transcript_rebuilt(str(transcript), 0), split
+        transcript.write_bytes(pad + REBUILT[:split] + b"\n" + REBUILT[split:])
+        assert not context.transcript_rebuilt(str(transcript), 0), split
+
+
+def test_a_transcript_that_shrank_or_grew_past_reading_counts_as_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes(MESSAGE)
+    assert context.transcript_rebuilt(str(transcript), len(MESSAGE) + 1)  # rewritten
+    monkeypatch.setattr(harness, "MAX_SCAN", len(MESSAGE) - 1)
+    assert context.transcript_rebuilt(str(transcript), 0)
+
+
+def test_a_transcript_it_cannot_read_is_no_evidence(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.jsonl")
+    assert context.transcript_size(missing) is None
+    assert not context.transcript_rebuilt(missing, 0)
+    assert context.transcript_size(str(tmp_path)) is None  # a directory
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert context.transcript_size(str(fifo)) is None  # opened without blocking, refused
+    assert not context.transcript_rebuilt(str(fifo), 0)
+
+
+def gemini(name: str, transcript: Path, **extra: str) -> harness.HookEvent:
+    data = {"hook_event_name": name, "session_id": "g1", "transcript_path": str(transcript)}
+    parsed = harness.parse_event("gemini", json.dumps({**data, **extra}).encode())
+    assert parsed is not None
+    return parsed
+
+
+def test_gemini_told_once_and_again_after_a_compression(
+    store: context.Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemini CLI's order of events: SessionStart, BeforeAgent, then PreCompress before each
+    request (compressing or not), AfterTool after a shell command."""
+    monkeypatch.setattr(
+        context, "read_location", lambda etag, env: harness.Reading("location", A, '"e"')
+    )
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes(MESSAGE)
+
+    def hook(name: str, **extra: str) -> str | None:
+        return context.handle(gemini(name, transcript, **extra), store, 0, {})
+
+    def request(compressed: bool) -> None:
+        assert hook("PreCompress", trigger="auto") is None
+        with transcript.open("ab") as f:
+            f.write((REBUILT + MESSAGES if compressed else b"") + MESSAGE + UPDATED)
+
+    assert hook("SessionStart", source="startup") == A
+    assert hook("BeforeAgent", prompt="hi") is None  # told at the start
+    request(compressed=False)
+    assert hook("AfterTool", tool_name="run_shell_command") is None
+    request(compressed=False)
+    assert hook("BeforeAgent", prompt="again") is None  # PreCompress alone forgets nothing
+    request(compressed=True)
+    assert hook("AfterTool", tool_name="run_shell_command") == harness.labelled(A, 2)
+    request(compressed=False)
+    assert hook("BeforeAgent", prompt="more") is None
+    state = store.load(harness.state_name("gemini", "g1"))
+    assert state is not None and state.turn == 3 and state.block == A and state.mark == -1
