@@ -81,10 +81,9 @@ CODEX_DEFAULT_TIMEOUT_S = 600
 # The fields of a command hook whose effect on the hash is known.
 CODEX_HASHED_FIELDS = frozenset({"type", "command", "timeout", "async", "statusMessage"})
 CODEX_TRUST_FIX = (
-    "start `codex` in a terminal and open /hooks: trust the tmuxlocd hooks there (t trusts "
-    "all listed; at start-up Codex also offers 'Trust all and continue').  `codex exec` "
-    "never asks and skips untrusted hooks silently.  tmuxlocd never writes trust itself: "
-    "it is your decision."
+    "start `codex` in a terminal, open /hooks and trust the tmuxlocd hooks (t trusts all "
+    "listed; Codex also asks at start-up).  `codex exec` never asks: it skips untrusted hooks "
+    "silently.  tmuxlocd never writes trust: that is your decision."
 )
 
 
@@ -100,12 +99,15 @@ class Finding:
 @dataclass(frozen=True)
 class PathFacts:
     """What the shell found out about the paths ``named_paths`` listed: the absolute paths
-    that are executable files, those that are regular files, and where each bare command
-    name resolves on ``PATH`` (None: nowhere)."""
+    that are executable files, those that are regular files, where each bare command name
+    resolves on ``PATH`` (None: nowhere), and the scripts whose interpreter is gone."""
 
     executables: frozenset[str] = frozenset()
     files: frozenset[str] = frozenset()
     which: Mapping[str, str | None] = field(default_factory=dict)
+    # Executable scripts whose ``#!`` interpreter does not exist (a moved virtualenv's
+    # console scripts still name the old one), with that interpreter.
+    stale: Mapping[str, str] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -409,12 +411,13 @@ def diagnose(
     explicit: bool = True,
     mcp_available: bool = True,
     exe_hint: Sequence[str] = ("tmuxlocd",),
+    python_hint: str = "python3",
 ) -> list[Finding]:
     """Every finding for one harness.  ``texts``: each file of ``where`` (None: missing);
     ``paths``: the facts of ``named_paths``; ``explicit``: the user named this harness (else
     it was found by its directory, and an installation that is not there is a warning);
-    ``mcp_available``: whether this installation has the MCP extra; ``exe_hint``: this
-    installation's command, for the fixes."""
+    ``mcp_available``: whether this installation has the MCP extra; ``exe_hint`` and
+    ``python_hint``: this installation's command and interpreter, for the fixes."""
     found: list[Finding] = []
     hooks_path = where["hooks"]
     data, error = _json(texts.get(hooks_path), hooks_path)
@@ -431,6 +434,9 @@ def diagnose(
     ours = our_hooks(data)
     mcp_entry = _mcp_entry(harness, where, texts)
     install = f"tmuxlocd install {harness}" + (" --project" if project else "")
+    # From this installation, by its interpreter: a moved virtualenv's scripts name the old
+    # one, its interpreter still runs.
+    reinstall = f"{shlex.quote(python_hint)} -m {install}"
     if not ours and mcp_entry is None:
         return [
             Finding(
@@ -442,7 +448,14 @@ def diagnose(
             )
         ]
     found += _hooks_present(harness, ours, hooks_path, install)
-    found += _commands(harness, "hook-command", [h.command for h in ours], paths, install)
+    found += _commands(
+        harness,
+        "hook-command",
+        [h.command for h in ours],
+        paths,
+        reinstall,
+        "the harness runs no tmuxlocd hook",
+    )
     found += _enabled(harness, data, where, texts, hooks_path)
     if harness == "codex":
         state_path = where["state"]
@@ -462,7 +475,9 @@ def diagnose(
             found += _codex_features(config, state_path)
         if project and config is not None:
             found.append(_codex_project(config, cwd, state_path))
-    found += _mcp(harness, project, where, texts, mcp_entry, paths, mcp_available, exe_hint)
+    found += _mcp(
+        harness, project, where, texts, mcp_entry, paths, mcp_available, exe_hint, python_hint
+    )
     return found
 
 
@@ -512,7 +527,7 @@ def _event_name(event: str, matcher: str | None) -> str:
 
 
 def _commands(
-    harness: str, check: str, commands: Sequence[str], paths: PathFacts, fix: str
+    harness: str, check: str, commands: Sequence[str], paths: PathFacts, fix: str, what: str
 ) -> list[Finding]:
     """Whether what each command starts exists (the first word, and the script of
     ``python -S <script>``)."""
@@ -534,6 +549,8 @@ def _commands(
             elif kind == "exe" and path not in paths.executables:
                 why = "not executable" if path in paths.files else "no such file"
                 missing.append(f"{path} ({why})")
+            elif kind == "exe" and path in paths.stale:
+                missing.append(f"{path} (its #! interpreter {paths.stale[path]} does not exist)")
             elif kind == "file" and path not in paths.files:
                 missing.append(f"{path} (no such file)")
             else:
@@ -547,9 +564,9 @@ def _commands(
                 harness,
                 check,
                 PROBLEM,
-                f"{', '.join(dict.fromkeys(missing))}: the harness runs nothing (the "
-                "installation moved or was removed?)",
-                f"{fix}, from the tmuxlocd installation to use",
+                f"{', '.join(dict.fromkeys(missing))}: {what} (the installation moved or "
+                "was removed?)",
+                f"{fix}  (or the same from the installation the harness should run)",
             )
         ]
     if not seen:
@@ -714,6 +731,7 @@ def _mcp(
     paths: PathFacts,
     mcp_available: bool,
     exe_hint: Sequence[str],
+    python_hint: str,
 ) -> list[Finding]:
     path = where.get("mcp") or where.get("claude_json")
     assert path is not None
@@ -721,7 +739,8 @@ def _mcp(
     if harness == "claude" and not project:
         fix = f"claude mcp add --scope user {MCP_NAME} -- {add}"
     else:
-        fix = f"tmuxlocd install {harness}" + (" --project" if project else "")
+        install = f"tmuxlocd install {harness}" + (" --project" if project else "")
+        fix = f"{shlex.quote(python_hint)} -m {install}"
     if entry is None:
         data, error = (_toml if path.suffix == ".toml" else _json)(texts.get(path), path)
         if data is None:
@@ -753,7 +772,14 @@ def _mcp(
     else:
         argv = mcp_argv(entry)
         found.append(Finding(harness, "mcp", OK, f"{path}: {' '.join(argv)}"))
-    checked = _commands(harness, "mcp-command", [shlex.join(mcp_argv(entry))], paths, fix)
+    checked = _commands(
+        harness,
+        "mcp-command",
+        [shlex.join(mcp_argv(entry))],
+        paths,
+        fix,
+        "the harness cannot start the MCP server",
+    )
     found += checked
     if not mcp_available and mcp_argv(entry)[: len(exe_hint)] == list(exe_hint):
         found.append(
@@ -762,7 +788,7 @@ def _mcp(
                 "mcp-command",
                 WARNING,
                 "this installation lacks the MCP extra: `tmuxlocd mcp` fails to start",
-                "pip install 'tmuxlocd[mcp]' (into the installation the entry runs)",
+                f"{shlex.quote(python_hint)} -m pip install 'tmuxlocd[mcp]'",
             )
         )
     return found
@@ -863,7 +889,7 @@ def verdict(findings: Sequence[Finding]) -> str:
     warnings = sum(f.status == WARNING for f in findings)
     w = f"{warnings} warning{'s' if warnings != 1 else ''}"
     if problems:
-        return f"{problems} problem{'s' if problems != 1 else ''}, {w}"
+        return f"{problems} problem{'s' if problems != 1 else ''}" + (f", {w}" if warnings else "")
     return "all is well" + (f" ({w})" if warnings else "")
 
 

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tmuxlocd import doctor
 from tmuxlocd.cli import NoDaemon, raw_request, self_target
 from tmuxlocd.doctor import Finding, PathFacts
 from tmuxlocd.harness import HARNESSES
+from tmuxlocd.install import script_interpreter
 from tmuxlocd.paths import client_socket_path
 
 HEALTH_TIMEOUT = 2.0
@@ -42,6 +44,7 @@ def look(needs: Sequence[tuple[str, str]], env: Mapping[str, str]) -> PathFacts:
     executables: set[str] = set()
     files: set[str] = set()
     which: dict[str, str | None] = {}
+    stale: dict[str, str] = {}
     for path, kind in needs:
         if kind == "which":
             which[path] = shutil.which(path, path=env.get("PATH", os.defpath))
@@ -50,7 +53,10 @@ def look(needs: Sequence[tuple[str, str]], env: Mapping[str, str]) -> PathFacts:
             files.add(path)
             if os.access(path, os.X_OK):
                 executables.add(path)
-    return PathFacts(frozenset(executables), frozenset(files), which)
+                interpreter = script_interpreter(path)
+                if interpreter is not None and not os.access(interpreter, os.X_OK):
+                    stale[path] = interpreter
+    return PathFacts(frozenset(executables), frozenset(files), which, stale)
 
 
 def check_harness(
@@ -76,6 +82,7 @@ def check_harness(
         explicit=explicit,
         mcp_available=importlib.util.find_spec("mcp") is not None,
         exe_hint=exe,
+        python_hint=os.path.abspath(sys.executable),
     )
 
 
@@ -108,9 +115,10 @@ def collect(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     exe: Sequence[str] | None = None,
+    daemon: bool = True,
 ) -> list[Finding]:
     """Every finding: of ``harness`` (None: of every harness whose configuration exists),
-    then of the daemon and the caller."""
+    then (``daemon``) of the daemon and the caller."""
     from tmuxlocd.install import this_tmuxlocd
 
     env = os.environ if env is None else env
@@ -139,7 +147,7 @@ def collect(
         findings += mine
     if harness is None and not seen:
         findings.append(doctor.no_harness_finding())
-    return findings + check_daemon(env)
+    return findings + (check_daemon(env) if daemon else [])
 
 
 def run(
@@ -160,9 +168,9 @@ def run(
 
 
 def after_install(harness: str, *, project: bool, out: Callable[[str], None] = print) -> None:
-    """The doctor's verdict on what ``install`` just wrote: what is not ok, then the
-    verdict."""
-    findings = collect(harness, project=project)
+    """The doctor's verdict on what ``install`` just wrote (that harness alone): what is
+    not ok, then the verdict."""
+    findings = collect(harness, project=project, daemon=False)
     lines = doctor.report(findings, Path.home(), only_trouble=True)
     for line in lines[:-1]:
         out(f"doctor: {line}")

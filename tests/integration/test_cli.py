@@ -531,7 +531,7 @@ def test_doctor_claude_then_a_moved_virtualenv(home: Home) -> None:
     assert statuses(answer, "claude")["hook-command"] == "problem"
     broken = next(f for f in answer["findings"] if f["check"] == "hook-command")
     assert f"{home.root}/venv/bin/python (no such file)" in broken["found"]
-    assert broken["fix"].startswith("tmuxlocd install claude")
+    assert broken["fix"].startswith(f"{PYTHON} -m tmuxlocd install claude")
     # Installed again from where it is now: well again.
     assert home.cli("install", "claude").returncode == 0
     assert home.doctor("claude")[0] == 0

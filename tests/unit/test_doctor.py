@@ -9,6 +9,7 @@ for these very commands: the doctor's recipe is held to Codex's, not to itself.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import tomlkit
 
-from tmuxlocd import doctor, install
+from tmuxlocd import doctor, doctor_probe, install
 from tmuxlocd.doctor import OK, PROBLEM, WARNING, Finding, PathFacts
 
 HOME = Path("/home/u")
@@ -124,6 +125,7 @@ class Setup:
             paths=paths,
             cwd=CWD,
             exe_hint=EXE,
+            python_hint=HOOK[0],
             **kw,
         )
 
@@ -267,6 +269,10 @@ def test_a_file_that_does_not_parse(harness: str) -> None:
     found = s.run()
     assert [(f.check, f.status) for f in found] == [("config", PROBLEM)]
     assert "not valid JSON" in found[0].found
+    s.texts[s.where["hooks"]] = doctor.UNREADABLE + "Permission denied"
+    assert s.run()[0].found.endswith(
+        "cannot be read (Permission denied): the harness cannot read its hooks either"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -281,7 +287,8 @@ def test_moved_virtualenv(harness: str) -> None:
     command = one(found, "hook-command")
     assert command.status == PROBLEM
     assert f"{HOOK[0]} (no such file)" in command.found and HOOK[2] in command.found
-    assert command.fix is not None and command.fix.startswith(f"tmuxlocd install {harness}")
+    assert command.fix is not None
+    assert command.fix.startswith(f"{HOOK[0]} -m tmuxlocd install {harness}  (or the same from")
     assert one(found, "mcp-command").status == PROBLEM
     assert doctor.exit_status(found) == 1
 
@@ -298,6 +305,51 @@ def test_the_script_alone_missing() -> None:
 def test_not_executable() -> None:
     found = Setup("claude").run(PathFacts(files=frozenset({HOOK[0], HOOK[2]})))
     assert f"{HOOK[0]} (not executable)" in one(found, "hook-command").found
+
+
+def test_a_script_whose_interpreter_is_gone() -> None:
+    """A moved virtualenv's console script is still there, naming the old interpreter."""
+    facts = PathFacts(
+        executables=ALL_THERE.executables,
+        files=ALL_THERE.files,
+        stale={EXE[0]: "/old/venv/bin/python3"},
+    )
+    command = one(Setup("gemini").run(facts), "mcp-command")
+    assert command.status == PROBLEM
+    assert f"{EXE[0]} (its #! interpreter /old/venv/bin/python3 does not exist)" in command.found
+    assert "cannot start the MCP server" in command.found
+
+
+def test_looking_at_paths(tmp_path: Path) -> None:
+    stale = tmp_path / "tmuxlocd"
+    stale.write_text("#!/nowhere/bin/python3\nimport tmuxlocd\n")
+    fine = tmp_path / "fine"
+    fine.write_text(f"#!{sys.executable} -S\n")
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\x7fELF")
+    script = tmp_path / "context.py"
+    script.write_text("")
+    for path in (stale, fine, binary):
+        path.chmod(0o755)
+    needs = [
+        (str(stale), "exe"),
+        (str(fine), "exe"),
+        (str(binary), "exe"),
+        (str(script), "exe"),
+        (str(script), "file"),
+        (str(tmp_path / "gone"), "exe"),
+        ("sh", "which"),
+        ("no-such-command-here", "which"),
+    ]
+    facts = doctor_probe.look(needs, {"PATH": "/usr/bin:/bin"})
+    assert facts.executables == {str(stale), str(fine), str(binary)}
+    assert facts.files == {str(stale), str(fine), str(binary), str(script)}
+    assert facts.stale == {str(stale): "/nowhere/bin/python3"}
+    assert facts.which["sh"] is not None and facts.which["no-such-command-here"] is None
+    assert doctor_probe.read(tmp_path / "gone") is None
+    (tmp_path / "latin1.json").write_bytes(b"\xff")
+    unreadable = doctor_probe.read(tmp_path / "latin1.json")
+    assert unreadable is not None and unreadable.startswith(doctor.UNREADABLE)
 
 
 def test_a_command_by_name_depends_on_path() -> None:
@@ -500,7 +552,7 @@ def test_mcp_entry_missing(harness: str) -> None:
     mcp = one(found, "mcp")
     assert mcp.status == PROBLEM
     assert mcp.found == f'no MCP server "tmux" in {s.where["mcp"]}'
-    assert mcp.fix == f"tmuxlocd install {harness}"
+    assert mcp.fix == f"{HOOK[0]} -m tmuxlocd install {harness}"
     assert "mcp-command" not in {f.check for f in found}
     assert doctor.exit_status(found) == 1
 
@@ -591,6 +643,7 @@ def test_report_and_exit_status() -> None:
     ]
     assert doctor.report(findings, HOME, only_trouble=True)[1] == "  problem  trust: never trusted"
     assert doctor.verdict(findings[:1]) == "all is well"
+    assert doctor.verdict(findings[:2]) == "1 problem"
     assert doctor.verdict(findings[::2]) == "all is well (1 warning)"
     data = json.loads(doctor.as_json(findings))
     assert data["ok"] is False and data["verdict"] == "1 problem, 1 warning"
