@@ -475,7 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Add `tmuxlocd context` hooks (session start, each prompt, after each "
         "shell command) and the MCP server to the user's (or with --project, this "
         "directory's) configuration of Claude Code, Codex or Gemini CLI.  Idempotent; other "
-        "entries are kept; a file that does not parse is left untouched.",
+        "entries are kept; a file that does not parse is left untouched.  Ends with the "
+        "verdict of `tmuxlocd doctor` on that harness (the exit status is install's).",
     )
     p.add_argument("harness", choices=("claude", "codex", "gemini", "systemd"))
     p.add_argument(

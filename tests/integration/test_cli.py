@@ -403,7 +403,17 @@ def test_mcp_without_the_extra(rig: Rig) -> None:
 
 
 def test_help_texts(rig: Rig) -> None:
-    for command in ("serve", "where", "neighbors", "watch", "tree", "notify", "status", "mcp"):
+    for command in (
+        "serve",
+        "where",
+        "neighbors",
+        "watch",
+        "tree",
+        "notify",
+        "status",
+        "mcp",
+        "doctor",
+    ):
         res = run_cli(rig, command, "--help")
         assert res.returncode == 0 and res.stdout.startswith("usage: tmuxlocd " + command)
 
