@@ -422,6 +422,19 @@ def diagnose(
     hooks_path = where["hooks"]
     data, error = _json(texts.get(hooks_path), hooks_path)
     if data is None:
+        if harness == "gemini" and not (texts.get(hooks_path) or "").startswith(UNREADABLE):
+            # Gemini CLI reads its settings with comments; this doctor does not.
+            return [
+                Finding(
+                    harness,
+                    "config",
+                    WARNING,
+                    f"{error}: cannot check (Gemini CLI accepts comments in its settings; "
+                    "this doctor does not)",
+                    f"check its hooks by hand, or take the comments out and run `tmuxlocd "
+                    f"doctor {harness}` again",
+                )
+            ]
         return [
             Finding(
                 harness,

@@ -267,7 +267,10 @@ def test_a_file_that_does_not_parse(harness: str) -> None:
     s = Setup(harness)
     s.texts[s.where["hooks"]] = '{"hooks": {'
     found = s.run()
-    assert [(f.check, f.status) for f in found] == [("config", PROBLEM)]
+    # Gemini CLI reads comments in its settings: not parsing here is no proof of a problem.
+    assert [(f.check, f.status) for f in found] == [
+        ("config", WARNING if harness == "gemini" else PROBLEM)
+    ]
     assert "not valid JSON" in found[0].found
     s.texts[s.where["hooks"]] = doctor.UNREADABLE + "Permission denied"
     assert s.run()[0].found.endswith(
