@@ -475,7 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Add `tmuxlocd context` hooks (session start, each prompt, after each "
         "shell command) and the MCP server to the user's (or with --project, this "
         "directory's) configuration of Claude Code, Codex or Gemini CLI.  Idempotent; other "
-        "entries are kept; a file that does not parse is left untouched.",
+        "entries are kept; a file that does not parse is left untouched.  Ends with the "
+        "verdict of `tmuxlocd doctor` on that harness (the exit status is install's).",
     )
     p.add_argument("harness", choices=("claude", "codex", "gemini", "systemd"))
     p.add_argument(
@@ -492,6 +493,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="the hooks inject at most once per N ms (default 0: every change)",
     )
     p.set_defaults(run=cmd_install)
+
+    p = sub.add_parser(
+        "doctor",
+        help="check what install wrote: hooks, their commands, trust, the MCP entry, the "
+        "daemon (exit 1 on a problem)",
+        description="Check a harness's installation (every harness whose configuration "
+        "exists when none is named): the hooks are there, their commands exist, the harness "
+        "runs them (Claude Code: disableAllHooks; Codex: trusted in /hooks, [features]; "
+        "Gemini CLI: hooksConfig), the MCP entry is there and its command exists, the daemon "
+        "answers and this process is in a pane.  Each finding says what to do.  Reads only; "
+        "never trusts or enables anything.  Exit status: 0 when no problem was found "
+        "(warnings allowed), 1 otherwise.",
+    )
+    p.add_argument("harness", nargs="?", choices=("claude", "codex", "gemini"))
+    p.add_argument(
+        "--project",
+        action="store_true",
+        help="this directory's configuration instead of the user's",
+    )
+    p.add_argument("--json", action="store_true", help="the findings as JSON")
+    p.set_defaults(run=cmd_doctor)
 
     p = sub.add_parser(
         "status",
@@ -936,9 +958,20 @@ def cmd_install(ns: argparse.Namespace) -> int:
             f"milliseconds from 0 to {MAX_INTERVAL_MS}"
         )
         return EXIT_USAGE
-    return run(
+    status = run(
         ns.harness, project=ns.project, dry_run=ns.dry_run, remove=ns.remove, min_interval_ms=floor
     )
+    if status == EXIT_OK and not (ns.dry_run or ns.remove) and ns.harness != "systemd":
+        from tmuxlocd.doctor_probe import after_install
+
+        after_install(ns.harness, project=ns.project)  # informs; the status stays install's
+    return status
+
+
+def cmd_doctor(ns: argparse.Namespace) -> int:
+    from tmuxlocd.doctor_probe import run
+
+    return run(ns.harness, project=ns.project, as_json=ns.json)
 
 
 def cmd_status(ns: argparse.Namespace) -> int:

@@ -437,14 +437,40 @@ def this_hook() -> list[str]:
 
 def this_tmuxlocd() -> list[str]:
     """This installation's command, by absolute path: a virtualenv is not on a harness's
-    PATH."""
+    PATH.  Not a script whose ``#!`` interpreter is gone (a moved virtualenv's scripts name
+    the old one): this interpreter with ``-m`` then."""
     beside = os.path.join(os.path.dirname(sys.executable), "tmuxlocd")
-    if os.access(beside, os.X_OK):
+    if os.access(beside, os.X_OK) and _interpreter_runs(beside):
         return [os.path.abspath(beside)]
     argv0 = sys.argv[0] if sys.argv else ""
-    if os.path.basename(argv0) == "tmuxlocd" and os.access(argv0, os.X_OK):
+    if (
+        os.path.basename(argv0) == "tmuxlocd"
+        and os.access(argv0, os.X_OK)
+        and _interpreter_runs(argv0)
+    ):
         return [os.path.abspath(argv0)]
     return [os.path.abspath(sys.executable), "-m", "tmuxlocd"]
+
+
+def script_interpreter(path: str) -> str | None:
+    """The absolute interpreter a script's ``#!`` line names; None for anything else (a
+    binary, a relative or no ``#!``, a file that cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    if not words or not words[0].startswith(b"/"):
+        return None
+    return os.fsdecode(words[0])
+
+
+def _interpreter_runs(path: str) -> bool:
+    interpreter = script_interpreter(path)
+    return interpreter is None or os.access(interpreter, os.X_OK)
 
 
 def _read(path: Path) -> str:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -401,7 +403,17 @@ def test_mcp_without_the_extra(rig: Rig) -> None:
 
 
 def test_help_texts(rig: Rig) -> None:
-    for command in ("serve", "where", "neighbors", "watch", "tree", "notify", "status", "mcp"):
+    for command in (
+        "serve",
+        "where",
+        "neighbors",
+        "watch",
+        "tree",
+        "notify",
+        "status",
+        "mcp",
+        "doctor",
+    ):
         res = run_cli(rig, command, "--help")
         assert res.returncode == 0 and res.stdout.startswith("usage: tmuxlocd " + command)
 
@@ -439,3 +451,249 @@ def test_socket_activation(rig: Rig) -> None:
         assert not os.path.exists(default)
     finally:
         assert d.stop() == 0, d.logs()
+
+
+# ----------------------------------------------------------------------------------------------
+# doctor: after a real install, in a throwaway home (never the user's)
+
+
+class Home:
+    """A home directory of its own for ``install`` and ``doctor``, and an installation of
+    tmuxlocd in a virtualenv there that can be moved away (its interpreter is what the hooks
+    run)."""
+
+    def __init__(self, rig: Rig, tmp: Path) -> None:
+        self.root = tmp
+        self.home = tmp / "home"
+        self.work = tmp / "work"
+        self.home.mkdir()
+        self.work.mkdir()
+        self.venv = tmp / "venv"
+        subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(self.venv)], check=True)
+        # The virtualenv sees this test run's packages (tmuxlocd among them) through a .pth.
+        import sysconfig
+
+        purelib = sysconfig.get_paths()["purelib"]
+        (site,) = self.venv.glob("lib/python3*/site-packages")
+        (site / "outer.pth").write_text(purelib + "\n" + REPO + "\n")
+        self.env = rig.env(
+            HOME=str(self.home),
+            XDG_CONFIG_HOME=str(tmp / "config"),
+            XDG_RUNTIME_DIR=str(tmp / "run"),
+            TMUXLOCD_SOCKET=str(tmp / "nobody.sock"),
+            GEMINI_CLI_SYSTEM_SETTINGS_PATH=str(tmp / "system-settings.json"),
+        )
+        self.env.pop("CODEX_HOME", None)
+
+    def python(self) -> str:
+        return str(self.venv / "bin" / "python")
+
+    def cli(self, *args: str, python: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [python or self.python(), "-m", "tmuxlocd", *args],
+            check=False,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            cwd=self.work,
+        )
+
+    def doctor(self, *args: str) -> tuple[int, dict[str, Any]]:
+        """``doctor --json`` by the test run's own interpreter (the virtualenv may be gone)."""
+        res = self.cli("doctor", *args, "--json", python=PYTHON)
+        assert res.stderr == ""
+        return res.returncode, json.loads(res.stdout)
+
+    def move_venv(self) -> None:
+        self.venv.rename(self.root / "venv-moved")
+        self.venv = self.root / "venv-moved"
+
+
+def statuses(answer: dict[str, Any], harness: str | None) -> dict[str, str]:
+    return {f["check"]: f["status"] for f in answer["findings"] if f["harness"] == harness}
+
+
+@pytest.fixture
+def home(rig: Rig, tmp_path: Path) -> Home:
+    return Home(rig, tmp_path)
+
+
+def test_doctor_claude_then_a_moved_virtualenv(home: Home) -> None:
+    installed = home.cli("install", "claude")
+    assert installed.returncode == 0, installed.stderr
+    # install ends with the doctor's verdict; the MCP server is the user's to add.
+    assert installed.stdout.splitlines()[-1].startswith("doctor: all is well (")
+    rc, answer = home.doctor("claude")
+    assert rc == 0, answer
+    assert statuses(answer, "claude") == {
+        "hooks": "ok",
+        "hook-command": "ok",
+        "hooks-enabled": "ok",
+        "mcp": "warning",
+    }
+    assert statuses(answer, None) == {"daemon": "warning", "pane": "warning"}
+    home.move_venv()
+    rc, answer = home.doctor("claude")
+    assert rc == 1
+    assert statuses(answer, "claude")["hook-command"] == "problem"
+    broken = next(f for f in answer["findings"] if f["check"] == "hook-command")
+    assert f"{home.root}/venv/bin/python (no such file)" in broken["found"]
+    assert broken["fix"].startswith(f"{PYTHON} -m tmuxlocd install claude")
+    # Installed again from where it is now: well again.
+    assert home.cli("install", "claude").returncode == 0
+    assert home.doctor("claude")[0] == 0
+
+
+def test_doctor_gemini_then_hooks_disabled(home: Home) -> None:
+    assert home.cli("install", "gemini").returncode == 0
+    rc, answer = home.doctor("gemini")
+    assert rc == 0, answer
+    assert set(statuses(answer, "gemini").values()) == {"ok"}
+    settings = home.home / ".gemini" / "settings.json"
+    good = settings.read_text()
+    settings.write_text(json.dumps({**json.loads(good), "hooksConfig": {"enabled": False}}))
+    rc, answer = home.doctor("gemini")
+    assert (rc, statuses(answer, "gemini")["hooks-enabled"]) == (1, "problem")
+    settings.write_text(json.dumps({**json.loads(good), "hooksConfig": {"disabled": ["tmuxlocd"]}}))
+    assert home.doctor("gemini")[0] == 1
+    settings.write_text(good)
+    (home.root / "system-settings.json").write_text('{"hooksConfig": {"enabled": false}}')
+    assert home.doctor("gemini")[0] == 1
+    (home.root / "system-settings.json").unlink()
+    data = json.loads(good)
+    del data["mcpServers"]
+    settings.write_text(json.dumps(data))
+    rc, answer = home.doctor("gemini")
+    assert (rc, statuses(answer, "gemini")["mcp"]) == (1, "problem")
+
+
+def trust_as_codex(home: Home) -> None:
+    """What trusting the hooks in Codex's /hooks writes: the current hash of each hook under
+    its key (computed by the recipe the unit tests hold to Codex's own hashes)."""
+    import tomlkit
+
+    from tmuxlocd import doctor
+
+    hooks_json = home.home / ".codex" / "hooks.json"
+    config = home.home / ".codex" / "config.toml"
+    doc = tomlkit.parse(config.read_text())
+    state = tomlkit.table(is_super_table=True)
+    for hook in doctor.our_hooks(json.loads(hooks_json.read_text())):
+        key = doctor.codex_hook_key(str(hooks_json), hook.event, hook.group, hook.index)
+        state[key] = {"trusted_hash": doctor.codex_hook_hash(hook.event, hook.matcher, hook.entry)}
+    doc["hooks"] = {"state": state}
+    config.write_text(tomlkit.dumps(doc))
+
+
+def test_doctor_codex_trust(home: Home) -> None:
+    installed = home.cli("install", "codex")
+    assert installed.returncode == 0, installed.stderr  # the verdict does not change it
+    assert installed.stdout.splitlines()[-1].startswith("doctor: 1 problem")
+    rc, answer = home.doctor("codex")
+    assert (rc, statuses(answer, "codex")["trust"]) == (1, "problem")
+    trust = next(f for f in answer["findings"] if f["check"] == "trust")
+    assert trust["found"].startswith("trust state present for 0 of 3 installed hook commands")
+    assert "/hooks" in trust["fix"]
+    trust_as_codex(home)
+    rc, answer = home.doctor("codex")
+    assert rc == 0, answer
+    assert set(statuses(answer, "codex").values()) == {"ok"}
+    # The virtualenv moves and install runs again from there: the commands changed, so the
+    # trust recorded for the old ones no longer holds (Codex runs none, silently).
+    home.move_venv()
+    assert home.cli("install", "codex").returncode == 0
+    rc, answer = home.doctor("codex")
+    assert (rc, statuses(answer, "codex")["trust"]) == (1, "problem")
+    trust = next(f for f in answer["findings"] if f["check"] == "trust")
+    assert "present for 3 of 3" in trust["found"] and "another command" in trust["found"]
+
+
+def test_doctor_every_harness_found(home: Home) -> None:
+    rc, answer = home.doctor()
+    assert rc == 1
+    assert answer["findings"][0]["check"] == "harnesses"
+    (home.home / ".codex").mkdir()  # Codex in use, without tmuxlocd: said, not a failure
+    assert home.cli("install", "gemini").returncode == 0
+    rc, answer = home.doctor()
+    assert rc == 0, answer
+    assert statuses(answer, "codex") == {"hooks": "warning"}
+    assert statuses(answer, "claude") == {}
+    text = home.cli("doctor", python=PYTHON)
+    assert text.returncode == 0
+    assert text.stdout.splitlines()[0] == "Codex"
+    assert "~/.gemini/settings.json" in text.stdout
+    assert text.stdout.splitlines()[-1] == "verdict: all is well (3 warnings)"
+
+
+def test_doctor_in_a_pane_with_the_daemon(rig: Rig, daemon: Daemon, home: Home) -> None:
+    """Inside a pane, with a daemon: nothing to warn about."""
+    assert home.cli("install", "gemini").returncode == 0
+    env = " ".join(
+        f"{k}={home.env[k]}" for k in ("HOME", "XDG_CONFIG_HOME", "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+    )
+    run = rig.run_in_pane(f"cd {home.work} && env {env} {PYTHON} -m tmuxlocd doctor gemini --json")
+    assert run.rc == 0, run.err
+    answer = json.loads(run.out)
+    assert answer["verdict"] == "all is well"
+    pane = next(f for f in answer["findings"] if f["check"] == "pane")
+    assert f"in pane {run.pane} (session main" in pane["found"]
+
+
+@pytest.mark.skipif(
+    not (os.environ.get("TMUXLOCD_TEST_CODEX") or shutil.which("codex")),
+    reason="needs a Codex CLI (TMUXLOCD_TEST_CODEX=<path> or codex on PATH)",
+)
+def test_doctor_agrees_with_codex(home: Home) -> None:
+    """The doctor's trust verdict against Codex's own (``codex app-server``, ``hooks/list``),
+    trusting the way Codex's /hooks does (``config/batchWrite`` of each ``currentHash``)."""
+    codex = os.environ.get("TMUXLOCD_TEST_CODEX") or shutil.which("codex") or "codex"
+    assert home.cli("install", "codex").returncode == 0
+
+    def ask(trust: bool) -> list[str]:
+        proc = subprocess.Popen(
+            [codex, "app-server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=home.env,
+            cwd=home.work,
+            text=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        stdin, stdout = proc.stdin, proc.stdout
+
+        def call(n: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            stdin.write(json.dumps({"id": n, "method": method, "params": params}) + "\n")
+            stdin.flush()
+            while True:
+                message: dict[str, Any] = json.loads(stdout.readline())
+                if message.get("id") == n:
+                    assert "error" not in message, message
+                    result: dict[str, Any] = message["result"]
+                    return result
+
+        try:
+            call(1, "initialize", {"clientInfo": {"name": "tmuxlocd-tests", "version": "0"}})
+            stdin.write(json.dumps({"method": "initialized"}) + "\n")
+            hooks = call(2, "hooks/list", {"cwds": [str(home.work)]})["data"][0]["hooks"]
+            if trust:
+                value = {h["key"]: {"trusted_hash": h["currentHash"]} for h in hooks}
+                edit = {"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": value}
+                call(3, "config/batchWrite", {"edits": [edit]})
+            return sorted(str(h["trustStatus"]) for h in hooks)
+        finally:
+            proc.kill()
+            proc.wait()
+
+    assert ask(trust=False) == ["untrusted"] * 3
+    assert statuses(home.doctor("codex")[1], "codex")["trust"] == "problem"
+    ask(trust=True)
+    assert ask(trust=False) == ["trusted"] * 3
+    assert statuses(home.doctor("codex")[1], "codex")["trust"] == "ok"
+    home.move_venv()
+    assert home.cli("install", "codex").returncode == 0
+    assert ask(trust=False) == ["modified"] * 3
+    assert statuses(home.doctor("codex")[1], "codex")["trust"] == "problem"

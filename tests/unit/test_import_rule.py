@@ -48,6 +48,7 @@ SHELL = (
     "cli",
     "context",
     "install",
+    "doctor_probe",
     "systemd",
     "mcp",
 )

@@ -376,6 +376,27 @@ def test_this_installation_by_absolute_paths() -> None:
     assert hook[2] == str(Path(REPO) / "tmuxlocd" / "context.py")
 
 
+def test_a_moved_virtualenvs_script_is_not_this_installations_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A virtualenv moved elsewhere keeps its console scripts, whose #! names the old
+    interpreter: install writes this interpreter with -m instead of one of them."""
+    bin_dir = tmp_path / "moved" / "bin"
+    bin_dir.mkdir(parents=True)
+    python = bin_dir / "python"
+    python.symlink_to(sys.executable)
+    script = bin_dir / "tmuxlocd"
+    script.write_text("#!/old/venv/bin/python\nfrom tmuxlocd.cli import main\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setattr(sys, "argv", [str(script)])
+    assert install.this_tmuxlocd() == [str(python), "-m", "tmuxlocd"]
+    script.write_text(f"#!{python}\nfrom tmuxlocd.cli import main\n")
+    assert install.this_tmuxlocd() == [str(script)]
+    assert install.script_interpreter(str(script)) == str(python)
+    assert install.script_interpreter(sys.executable) is None  # a binary
+
+
 def test_the_default_hook_replaces_an_older_form(env: Env) -> None:
     env.run("claude")
     run("claude", home=env.home, cwd=env.cwd, exe=EXE, out=env.lines.append)
