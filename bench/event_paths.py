@@ -8,8 +8,9 @@ window's layout and panes: a ``%message`` on its control connection, no query af
 next-3.8 can hand the same event to a client blocked in ``wait-for -E -v`` instead (its
 payload: the event's name and ``window=@N``), after which the window must still be read.
 
-For each split of a window of N panes in another session, on one server with both paths in
-place, this times from the split's client starting to:
+For each split of a window of N panes in another session, each path alone on a fresh server
+(a ``wait-for`` client costs the server something for every event), this times from the
+split's client starting to:
 - ``hook %message``: today's path, the message on a control client (all a Location needs);
 - ``wait-for -E payload``: the event's ``window=@N`` line on a ``wait-for -E -v`` client;
 - ``payload + read``: that, plus ``list-panes -t @N`` over the control client, sent when the
@@ -29,9 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from tmuxlocd.model import MESSAGE_PANE_FORMAT, PANE_WINDOW_FORMAT
+from tmuxlocd.model import MESSAGE_PANE_FORMAT, PANE_FORMAT
 
 HOOK = "window-layout-changed"
 HOOK_INDEX = 7741
@@ -75,29 +77,35 @@ class Lines:
     def mark(self) -> int:
         return len(self.lines)
 
-    async def until(self, test: str, start: int, timeout: float = 10.0) -> tuple[float, int]:
-        """The time of the first line from ``start`` on that holds ``test``, and the position
-        after it."""
+    async def until(
+        self, test: str | Callable[[str], bool], start: int, timeout: float = 10.0
+    ) -> tuple[float, int]:
+        """The time of the first line from ``start`` on that holds ``test`` (or passes it),
+        and the position after it."""
+        check = test if callable(test) else (lambda line: test in line)
         i = start
         async with asyncio.timeout(timeout):
             while True:
                 while i < len(self.lines):
                     when, line = self.lines[i]
                     i += 1
-                    if test in line:
+                    if check(line):
                         return when, i
                 self.changed.clear()
                 if i == len(self.lines):
                     await self.changed.wait()
 
 
-async def measure(tmux: str, panes: int, splits: int) -> dict[str, list[float]]:
+async def measure(tmux: str, panes: int, splits: int, mode: str) -> dict[str, list[float]]:
+    """``mode`` "hook": today's path alone; "event": the ``wait-for -E`` path alone (each on
+    a fresh server: a ``wait-for`` client costs the server for every event at 1,000 panes,
+    which would slow the other path too)."""
     root = Path(tempfile.mkdtemp(prefix="tev-", dir="/tmp"))
     srv = Server(tmux, root)
     procs: list[asyncio.subprocess.Process] = []
     try:
         srv.run("new-session", "-d", "-s", "obs", "-x", "80", "-y", "24", "cat")
-        srv.run("new-session", "-d", "-s", "work", "-x", "400", "-y", "200", "cat")
+        srv.run("new-session", "-d", "-s", "work", "-x", "800", "-y", "300", "cat")
         for _ in range(panes - 1):
             srv.run("split-window", "-d", "-t", "work:0", "cat", ";", "select-layout", "-t",
                     "work:0", "tiled")  # fmt: skip
@@ -108,6 +116,7 @@ async def measure(tmux: str, panes: int, splits: int) -> dict[str, list[float]]:
             stdout=asyncio.subprocess.PIPE,
             env=srv.env,
             start_new_session=True,
+            limit=1 << 24,  # a hook's %message carries every pane of the window on one line
         )
         procs.append(control)
         ctl = Lines(control)
@@ -117,11 +126,25 @@ async def measure(tmux: str, panes: int, splits: int) -> dict[str, list[float]]:
         await ctl.until("name ", 0)
         name = srv.run("list-clients", "-F", "#{client_name} #{client_control_mode}")
         client = next(line.split()[0] for line in name.splitlines() if line.endswith(" 1"))
-        payload = f"#{{window_id}} #{{window_zoomed_flag}} #{{window_layout}}{MESSAGE_PANE_FORMAT}"
-        srv.run(
-            "set-hook", "-g", f"{HOOK}[{HOOK_INDEX}]",
-            f"display-message -c '{client}' '{MARK} {payload}'",
-        )  # fmt: skip
+        out: dict[str, list[float]] = {"hook": [], "event": [], "event+read": []}
+        if mode == "hook":
+            payload = (
+                f"#{{window_id}} #{{window_zoomed_flag}} #{{window_layout}}{MESSAGE_PANE_FORMAT}"
+            )
+            srv.run(
+                "set-hook", "-g", f"{HOOK}[{HOOK_INDEX}]",
+                f"display-message -c '{client}' '{MARK} {payload}'",
+            )  # fmt: skip
+            for _ in range(splits):
+                ctl_at = ctl.mark()
+                start = time.perf_counter()
+                new = await split_pane(srv, window)
+                hook_at, _ = await ctl.until(with_pane(window, new, True), ctl_at)
+                out["hook"].append((hook_at - start) * 1000)
+                killed = ctl.mark()
+                await kill_pane(srv, new)
+                await ctl.until(with_pane(window, new, False), killed)
+            return out
         chain: list[str] = []
         for _ in range(4 * splits + 4):
             chain += [*(";" if chain else ()), "wait-for", "-E", "-v", HOOK]
@@ -134,38 +157,41 @@ async def measure(tmux: str, panes: int, splits: int) -> dict[str, list[float]]:
         )
         procs.append(waiter)
         events = Lines(waiter)
-        # The waiter is in place once it has seen one event.
-        at = events.mark()
-        srv.run("split-window", "-d", "-t", "work:0", "cat")
-        _, at = await events.until(f"window={window}", at)
-        srv.run("kill-pane", "-t", "work:0.1")
-        await events.until(f"window={window}", at)
-        out: dict[str, list[float]] = {"hook": [], "event": [], "event+read": []}
+        # The waiter is in place once it has seen one event (it may not be waiting yet when
+        # the first split comes: then that split is undone and made again).
+        for _ in range(50):
+            at = events.mark()
+            new = srv.run("split-window", "-d", "-P", "-F", "#{pane_id}", "-t", window, "cat")
+            try:
+                _, at = await events.until(f"window={window}", at, timeout=0.5)
+            except TimeoutError:
+                srv.run("kill-pane", "-t", new.strip())
+                continue
+            srv.run("kill-pane", "-t", new.strip())
+            await events.until(f"window={window}", at)
+            break
+        else:
+            raise RuntimeError("the wait-for -E client saw no event")
         for _ in range(splits):
-            ctl_at, ev_at = ctl.mark(), events.mark()
+            ev_at = events.mark()
             start = time.perf_counter()
-            split = await asyncio.create_subprocess_exec(
-                *srv.argv("split-window", "-d", "-P", "-F", "#{pane_id}", "-t", "work:0", "cat"),
-                stdout=asyncio.subprocess.PIPE,
-                env=srv.env,
-            )
+            split = asyncio.create_task(split_pane(srv, window))
             event_at, ev_at = await events.until(f"window={window}", ev_at)
             sent = ctl.mark()
-            control.stdin.write(f"list-panes -t {window} -F '{PANE_WINDOW_FORMAT}'\n".encode())
+            # What the event path must read then: the window's panes and its layout.
+            read = f"list-panes -t {window} -F '{PANE_FORMAT}' ; "
+            read += f"display-message -p -t {window} '#{{window_layout}}'\n"
+            control.stdin.write(read.encode())
             await control.stdin.drain()
-            # The read's reply: the first %end whose %begin came after the command was sent
-            # (the hook's %message is no block).
-            _, begun = await ctl.until("%begin ", sent)
-            read_at, _ = await ctl.until("%end ", begun)
-            hook_at, _ = await ctl.until(f"%message {MARK} {window} ", ctl_at)
-            out["hook"].append((hook_at - start) * 1000)
+            # The reply of the second command (the hook's %message is no block).
+            _, at = await ctl.until("%begin ", sent)
+            _, at = await ctl.until("%end ", at)
+            _, at = await ctl.until("%begin ", at)
+            read_at, _ = await ctl.until("%end ", at)
+            new = await split
             out["event"].append((event_at - start) * 1000)
             out["event+read"].append((read_at - start) * 1000)
-            new = (await split.communicate())[0].decode().strip()
-            kill = await asyncio.create_subprocess_exec(
-                *srv.argv("kill-pane", "-t", new), env=srv.env
-            )
-            await kill.wait()
+            await kill_pane(srv, new)
             await events.until(f"window={window}", ev_at)
         return out
     finally:
@@ -178,6 +204,30 @@ async def measure(tmux: str, panes: int, splits: int) -> dict[str, list[float]]:
         )
         await ender.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def split_pane(srv: Server, window: str) -> str:
+    split = await asyncio.create_subprocess_exec(
+        *srv.argv("split-window", "-d", "-P", "-F", "#{pane_id}", "-t", window, "cat"),
+        stdout=asyncio.subprocess.PIPE,
+        env=srv.env,
+    )
+    new = (await split.communicate())[0].decode().strip()
+    if split.returncode != 0 or not new.startswith("%"):
+        raise RuntimeError(f"split-window -t {window} failed")
+    return new
+
+
+async def kill_pane(srv: Server, pane: str) -> None:
+    kill = await asyncio.create_subprocess_exec(*srv.argv("kill-pane", "-t", pane), env=srv.env)
+    await kill.wait()
+
+
+def with_pane(window: str, pane: str, present: bool) -> Callable[[str], bool]:
+    """The hook's message about ``window`` that holds ``pane`` (or does not: after its
+    kill), so that a late message of the round before is never taken for this one's."""
+    head = f"%message {MARK} {window} "
+    return lambda line: line.startswith(head) and (f" {pane}." in line) is present
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,7 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|",
     ]
     for size in (int(s) for s in ns.sizes.split(",")):
-        got = asyncio.run(measure(ns.tmux, size, ns.splits))
+        got = asyncio.run(measure(ns.tmux, size, ns.splits, "hook"))
+        got.update(
+            {k: v for k, v in asyncio.run(measure(ns.tmux, size, ns.splits, "event")).items() if v}
+        )
         med = {k: statistics.median(v) for k, v in got.items()}
         lines.append(
             f"| {size} | {med['hook']:.2f} | {med['event']:.2f} | {med['event+read']:.2f} |"
