@@ -70,14 +70,19 @@ class Server:
     def lines(self, target: str) -> list[str]:
         return self.run("capture-pane", "-p", "-t", target).out.splitlines()
 
+    def shown_in(self, line: str, *targets: str) -> str:
+        """The panes of ``targets`` that show ``line`` as a line of its own, once one does
+        (5 s at most), comma-separated; ``not shown`` when none did."""
+        deadline = time.monotonic() + 5.0
+        while True:
+            where = [t for t in targets if line in self.lines(t)]
+            if where or time.monotonic() >= deadline:
+                return ",".join(where) or "not shown"
+            time.sleep(0.02)  # polling tmux for a condition with a deadline
+
     def shows(self, target: str, line: str) -> str:
         """``line`` once the pane shows it as a line of its own within 5 s, else ``not shown``."""
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
-            if line in self.lines(target):
-                return line
-            time.sleep(0.02)  # polling tmux for a condition with a deadline
-        return "not shown"
+        return line if self.shown_in(line, target) == target else "not shown"
 
 
 Step = Callable[[Server], Outcome]
@@ -102,24 +107,20 @@ def _paste_buffer(srv: Server) -> Outcome:
     return Outcome(done.rc + enter.rc, done.out, done.err + enter.err, shown)
 
 
-def _copy_mode(srv: Server) -> Outcome:
-    done = srv.run("copy-mode", "-t", "work:0.1")
-    return Outcome(done.rc, done.out, done.err, srv.display("work:0.1", "#{pane_in_mode}"))
+def _then_show(args: tuple[str, ...], target: str, fmt: str) -> Step:
+    """Run ``args``; what tmux says of ``target`` after it (``fmt``) is the outcome's."""
 
+    def step(srv: Server) -> Outcome:
+        done = srv.run(*args)
+        return Outcome(done.rc, done.out, done.err, srv.display(target, fmt))
 
-def _send_keys_copy_command(srv: Server) -> Outcome:
-    done = srv.run("send-keys", "-X", "-t", "work:0.1", "cancel")
-    return Outcome(done.rc, done.out, done.err, srv.display("work:0.1", "#{pane_in_mode}"))
+    return step
 
 
 def _send_keys_untargeted(srv: Server) -> Outcome:
     done = srv.run("send-keys", "echo untargeted-$((3*3))", "Enter")
-    where = [p for p in ("work:0.0", "work:0.1", "other:0.0") if "untargeted-9" in srv.lines(p)]
-    deadline = time.monotonic() + 5.0
-    while not where and time.monotonic() < deadline:
-        time.sleep(0.02)  # polling tmux for a condition with a deadline
-        where = [p for p in ("work:0.0", "work:0.1", "other:0.0") if "untargeted-9" in srv.lines(p)]
-    return Outcome(done.rc, done.out, done.err, ",".join(where) or "not shown")
+    where = srv.shown_in("untargeted-9", "work:0.0", "work:0.1", "other:0.0")
+    return Outcome(done.rc, done.out, done.err, where)
 
 
 def _format(*args: str) -> Step:
@@ -134,16 +135,6 @@ def _split_window(srv: Server) -> Outcome:
     return srv.run(
         "split-window", "-d", "-P", "-F", "#{session_name}:#{window_index}.#{pane_index}", SHELL
     )
-
-
-def _select_pane(srv: Server) -> Outcome:
-    done = srv.run("select-pane", "-t", "work:0.1")
-    return Outcome(done.rc, done.out, done.err, srv.display("work:0", "#{pane_index}"))
-
-
-def _resize_pane(srv: Server) -> Outcome:
-    done = srv.run("resize-pane", "-t", "work:0.0", "-x", "50")
-    return Outcome(done.rc, done.out, done.err, srv.display("work:0.0", "#{pane_width}"))
 
 
 def _capture_pane(srv: Server) -> Outcome:
@@ -169,8 +160,11 @@ STEPS: list[tuple[str, Step]] = [
     ("send-keys", _send_keys),
     ("send-keys -l", _send_keys_literal),
     ("paste-buffer -p, send-keys Enter", _paste_buffer),
-    ("copy-mode", _copy_mode),
-    ("send-keys -X cancel", _send_keys_copy_command),
+    ("copy-mode", _then_show(("copy-mode", "-t", "work:0.1"), "work:0.1", "#{pane_in_mode}")),
+    (
+        "send-keys -X cancel",
+        _then_show(("send-keys", "-X", "-t", "work:0.1", "cancel"), "work:0.1", "#{pane_in_mode}"),
+    ),
     ("send-keys (no -t)", _send_keys_untargeted),
     ("display-message -p (no -t)", _format("#{session_name}:#{window_index}.#{pane_index}")),
     ("display-message -p -t", _format("-t", "work:0.1", "#{session_name} #{pane_index}")),
@@ -179,8 +173,11 @@ STEPS: list[tuple[str, Step]] = [
     ("display-message (no -p)", _display_message),
     ("new-window (no -t)", _new_window),
     ("split-window (no -t)", _split_window),
-    ("select-pane", _select_pane),
-    ("resize-pane", _resize_pane),
+    ("select-pane", _then_show(("select-pane", "-t", "work:0.1"), "work:0", "#{pane_index}")),
+    (
+        "resize-pane",
+        _then_show(("resize-pane", "-t", "work:0.0", "-x", "50"), "work:0.0", "#{pane_width}"),
+    ),
     ("capture-pane", _capture_pane),
     ("session_attached", _format("-t", "work", "#{session_attached}")),
     ("list-clients", _list_clients),

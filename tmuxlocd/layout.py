@@ -268,13 +268,8 @@ def _cell_head(cell: LayoutCell) -> str:
     return f"{cell.width}x{cell.height},{cell.left},{cell.top}"
 
 
-def parse_layout(layout: str, *, check_geometry: bool = True) -> LayoutCell:
-    """Parse a tmux ``window_layout`` string into its cell tree.
-
-    The checksum is verified.  With ``check_geometry`` (the default) the children of every
-    split must also tile it exactly with one-cell borders, which tmux's own layouts always do;
-    neighbour computation relies on it.  Raises :class:`LayoutError` on anything else.
-    """
+def _checked_body(layout: str) -> str:
+    """The body of a layout string (what follows ``CSUM,``), its checksum verified."""
     if not isinstance(layout, str):
         raise LayoutError(f"layout must be a string, not {type(layout).__name__}")
     if _CSUM_RE.match(layout) is None:
@@ -290,6 +285,17 @@ def parse_layout(layout: str, *, check_geometry: bool = True) -> LayoutCell:
             f"layout checksum mismatch: the string says {stated:04x}, its body sums to "
             f"{actual:04x}: {_excerpt(layout, 0)}"
         )
+    return body
+
+
+def parse_layout(layout: str, *, check_geometry: bool = True) -> LayoutCell:
+    """Parse a tmux ``window_layout`` string into its cell tree.
+
+    The checksum is verified.  With ``check_geometry`` (the default) the children of every
+    split must also tile it exactly with one-cell borders, which tmux's own layouts always do;
+    neighbour computation relies on it.  Raises :class:`LayoutError` on anything else.
+    """
+    body = _checked_body(layout)
     root = _parse_body(body)
     if check_geometry:
         _check_geometry(root)
@@ -375,21 +381,7 @@ def parse_window_layout(layout: str) -> WindowLayout:
     the floating cells are out must tile exactly (``parse_layout``'s geometry check); a
     ``LayoutError`` otherwise.
     """
-    if not isinstance(layout, str):
-        raise LayoutError(f"layout must be a string, not {type(layout).__name__}")
-    if _CSUM_RE.match(layout) is None:
-        raise LayoutError(
-            "layout must start with a 4-digit lowercase hex checksum and a comma: "
-            f"{_excerpt(layout, 0)}"
-        )
-    body = layout[5:]
-    stated = int(layout[:4], 16)
-    actual = layout_checksum(body)
-    if stated != actual:
-        raise LayoutError(
-            f"layout checksum mismatch: the string says {stated:04x}, its body sums to "
-            f"{actual:04x}: {_excerpt(layout, 0)}"
-        )
+    body = _checked_body(layout)
     tree, mark, section = body.partition("<")
     listed: list[LayoutCell] = []
     if mark:
