@@ -120,6 +120,30 @@ def test_where_at_once_after_respawn_pane(rig: Rig, daemon: Daemon) -> None:
         rig.sync()
 
 
+def test_a_hook_without_a_tty_at_once_after_respawn_pane(rig: Rig, daemon: Daemon) -> None:
+    """A harness's hook started with setsid (no tty), asking for its ancestor's pane, in a
+    pane just respawned: the ancestor's new tty is read afresh too."""
+    pane = rig.tmux.run("new-window", "-d", "-P", "-F", "#{pane_id}", "cat").strip()
+    rig.tmux.run("set-option", "-w", "-t", pane, "remain-on-exit", "on")
+    rig.sync()
+    url = "http://localhost/v1/self?accept=ancestor"
+    try:
+        for round_ in range(3):
+            out, rc = rig.root / f"hook{round_}.out", rig.root / f"hook{round_}.rc"
+            ask = f"setsid -w curl -s --unix-socket {rig.daemon_socket} '{url}' >{out}"
+            rig.tmux.run(
+                "respawn-pane", "-k", "-t", pane, f"{ask}; echo $? >{rc}.tmp; mv {rc}.tmp {rc}"
+            )
+            poll(rc.exists, 20.0, f"the hook in the respawned pane {pane} (round {round_})")
+            answer = json.loads(out.read_text())
+            assert answer["verified_by"] == "ancestor", (round_, answer)
+            assert answer["location"]["pane"]["id"] == pane
+            assert answer["caller"]["tty"] is None
+    finally:
+        rig.tmux.run("kill-pane", "-t", pane, check=False)
+        rig.sync()
+
+
 def test_where_without_daemon_computes_directly(rig: Rig, daemon: Daemon) -> None:
     nobody = str(rig.root / "nobody.sock")
     # Once with $TMUX (tried first), once with it unset (found by scanning TMUX_TMPDIR).

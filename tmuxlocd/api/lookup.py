@@ -13,7 +13,7 @@ from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError, ambiguous, sync_failed
 from tmuxlocd.api.replies import Prepared
 from tmuxlocd.errors import SyncFailed
-from tmuxlocd.identity import Own, identify
+from tmuxlocd.identity import Own, identify, nearest_tty_ancestor, read_stat
 from tmuxlocd.location import Location
 from tmuxlocd.memo import Kept
 from tmuxlocd.observer import resolve_server
@@ -74,10 +74,17 @@ class Lookup:
         re-read per caller's tty and model version (a process really outside tmux asks again
         and again), and concurrent ones share the observers' barrier."""
         answer = self.who()
-        if not queries.may_be_stale(self.hub, answer):
-            return
-        _, own = self.caller()
+        pid, own = self.caller()
         tty_nr = own.stat.tty_nr if own.stat is not None else 0
+        if not queries.may_be_stale(self.hub, answer):
+            # A caller without a tty (a hook its harness started with setsid) that takes its
+            # ancestor's pane: that ancestor's tty, when no pane has it, may be a respawned
+            # pane's too.  (Asked only for such a caller: one walk up its ancestors.)
+            if not (self.accept_ancestor and answer.location is None and tty_nr == 0):
+                return
+            tty_nr = nearest_tty_ancestor(pid, read_stat)
+            if tty_nr == 0 or not self.hub.any_running():
+                return
         if not self.ctx.rereads.claim(tty_nr, self.hub.version):
             return
         await self.fresh(True)
