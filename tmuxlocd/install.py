@@ -11,7 +11,7 @@ and the containers it left empty.  A file that cannot be parsed is never touched
 list a harness has (Claude Code's ``sandbox.network.allowUnixSockets``), so that the sandboxed
 shell tool can ask the daemon where it is: the daemon answers read-only questions and checks
 its peer.  Nothing else of the sandbox is changed; ``--remove`` takes that entry out with the
-rest.  A harness without such a list gets nothing written and is told why (SPEC §10).
+rest.  A harness without such a list gets nothing written and is told why (SPEC §7, §8).
 
 Formatting: JSON files are written back with their own indentation, key order and final
 newline (byte for byte what they were when they were written as ``JSON.stringify(x, null,
