@@ -223,14 +223,25 @@ def allowed_sockets(data: dict[str, Any]) -> list[str]:
     return sockets
 
 
+# The daemon's socket wherever paths.default_socket_path puts it without TMUXLOCD_SOCKET.
+_DEFAULT_SOCKET = re.compile(r"/(?:.+/tmuxlocd|tmp/tmuxlocd-\d+)/tmuxlocd\.sock")
+
+
+def is_our_socket(path: str, socket: str) -> bool:
+    """``path`` is the daemon's socket: ``socket`` (where clients look now), or where the
+    daemon listens by default in another environment (another ``XDG_RUNTIME_DIR``)."""
+    return path == socket or _DEFAULT_SOCKET.fullmatch(path) is not None
+
+
 def add_sandbox_socket(data: dict[str, Any], socket: str) -> dict[str, Any]:
-    """``data`` with ``socket`` in ``sandbox.network.allowUnixSockets`` (once); nothing else
-    of ``sandbox`` is touched (not ``enabled``, not ``allowAllUnixSockets``)."""
+    """``data`` with ``socket`` in ``sandbox.network.allowUnixSockets`` (once, replacing a
+    default path of the daemon's from another environment); nothing else of ``sandbox`` is
+    touched (not ``enabled``, not ``allowAllUnixSockets``)."""
     if not os.path.isabs(socket):
         raise InstallError(f"the daemon's socket {socket!r} is not an absolute path")
     if socket in allowed_sockets(data):
         return copy.deepcopy(data)
-    out = copy.deepcopy(data)
+    out = remove_sandbox_socket(data, socket)
     sandbox = _object(out.setdefault("sandbox", {}), '"sandbox"')
     network = _object(sandbox.setdefault("network", {}), '"sandbox.network"')
     network.setdefault("allowUnixSockets", []).append(socket)
@@ -238,14 +249,17 @@ def add_sandbox_socket(data: dict[str, Any], socket: str) -> dict[str, Any]:
 
 
 def remove_sandbox_socket(data: dict[str, Any], socket: str) -> dict[str, Any]:
-    """``data`` without ``socket`` in ``sandbox.network.allowUnixSockets``, nor the list,
-    ``network`` and ``sandbox`` objects that left empty."""
-    if socket not in allowed_sockets(data):
+    """``data`` without the daemon's socket (``is_our_socket``) in
+    ``sandbox.network.allowUnixSockets``, nor the list, ``network`` and ``sandbox`` objects
+    that left empty."""
+    if not any(is_our_socket(s, socket) for s in allowed_sockets(data)):
         return copy.deepcopy(data)
     out = copy.deepcopy(data)
     sandbox = out["sandbox"]
     network = sandbox["network"]
-    network["allowUnixSockets"] = [s for s in network["allowUnixSockets"] if s != socket]
+    network["allowUnixSockets"] = [
+        s for s in network["allowUnixSockets"] if not is_our_socket(s, socket)
+    ]
     if not network["allowUnixSockets"]:
         del network["allowUnixSockets"]
         if not network:
@@ -291,8 +305,8 @@ def sandbox_notes(
                 return []
             return [
                 (
-                    "Claude Code's sandboxed Bash tool cannot reach the daemon's socket; "
-                    f"re-run with {ALLOW_SANDBOX} to allow that one socket ({socket})"
+                    "Claude Code's sandbox (sandbox.enabled) keeps its Bash tool from the "
+                    f"daemon's socket; re-run with {ALLOW_SANDBOX} to allow that one ({socket})"
                 )
             ]
         if platform != "darwin":

@@ -510,6 +510,19 @@ def test_the_socket_is_added_once_and_nothing_else_changes() -> None:
     assert remove_sandbox_socket(SANDBOXED, SOCKET) == SANDBOXED  # not there: nothing to do
 
 
+def test_the_daemons_socket_from_another_environment_is_replaced() -> None:
+    elsewhere = "/tmp/tmuxlocd-501/tmuxlocd.sock"  # installed without XDG_RUNTIME_DIR
+    other = "/var/run/docker.sock"
+    data = {"sandbox": {"network": {"allowUnixSockets": [elsewhere, other]}}}
+    after = add_sandbox_socket(data, SOCKET)
+    assert after["sandbox"]["network"]["allowUnixSockets"] == [other, SOCKET]
+    removed = remove_sandbox_socket(data, SOCKET)
+    assert removed["sandbox"]["network"]["allowUnixSockets"] == [other]
+    # A path of someone else's that only ends like ours stays.
+    theirs = {"sandbox": {"network": {"allowUnixSockets": ["/srv/tmuxlocd.sock"]}}}
+    assert remove_sandbox_socket(theirs, SOCKET) == theirs
+
+
 def test_the_socket_in_empty_settings_and_out_again() -> None:
     after = add_sandbox_socket({"model": "opus"}, SOCKET)
     # Only the list: sandbox.enabled is the user's to set, and is not set.
