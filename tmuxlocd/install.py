@@ -511,6 +511,52 @@ def config_paths(
     return {"hooks": base / "settings.json", "mcp": base / "settings.json"}
 
 
+def sandbox_step(
+    harness: str,
+    text: str,
+    path: str,
+    socket: str,
+    *,
+    allow: bool,
+    remove: bool,
+    platform: str,
+    env: dict[str, str],
+) -> tuple[str, list[str]]:
+    """The settings file holding Claude Code's sandbox settings with the daemon's socket
+    allowed (``allow``) or taken out (``remove``), and what to tell the user."""
+    if harness == "claude" and remove:
+        return edit_json(text, path, lambda d: remove_sandbox_socket(d, socket)), []
+    if remove:
+        return text, []
+    if harness == "claude" and allow:
+        text = edit_json(text, path, lambda d: add_sandbox_socket(d, socket))
+    data = load_json(text, path)
+    try:
+        allowed = harness == "claude" and socket in allowed_sockets(data)
+        network = _sandbox_network(data) if harness == "claude" else None
+    except InstallError as exc:
+        raise InstallError(f"{path}: {exc}; left untouched") from None
+    return text, sandbox_notes(
+        harness,
+        socket,
+        allow=allow,
+        platform=platform,
+        allowed=allowed,
+        allow_all=network is not None and network.get("allowAllUnixSockets") is True,
+        sandboxed=harness == "gemini" and gemini_sandboxed(data, env),
+    )
+
+
+def sandbox_path(harness: str, project: bool, paths: dict[str, Path]) -> Path:
+    """Where ``--allow-sandbox`` writes Claude Code's entry: the user's settings, or with
+    ``--project`` the project's local settings (``.claude/settings.local.json``, this
+    machine's, where Claude Code's ``/sandbox`` writes too), never the shared project file,
+    since the path is this machine's."""
+    if harness == "claude" and project:
+        return paths["hooks"].with_name("settings.local.json")
+    return paths["hooks"]
+
+
 def plan_files(
     harness: str,
     texts: dict[Path, str],
@@ -524,12 +570,14 @@ def plan_files(
     allow_sandbox: bool = False,
     platform: str = sys.platform,
     env: dict[str, str] | None = None,
+    sandbox_file: Path | None = None,
 ) -> list[FilePlan]:
     """The new text of every file (``texts``: the current ones, "" for a missing file).
 
     ``socket``: the daemon's socket; with ``allow_sandbox``, allowed in the harness's sandbox
     where it has a per-socket allow list; taken out of that list by ``remove``; None leaves
-    the sandbox settings alone and says nothing of them."""
+    the sandbox settings alone and says nothing of them.  ``sandbox_file``: where Claude
+    Code's entry goes (its text in ``texts``), the hooks' file when None."""
     command = hook_command(hook, harness, min_interval_ms)
     notes: dict[Path, list[str]] = {p: [] for p in paths.values()}
     after = dict(texts)
@@ -542,28 +590,27 @@ def plan_files(
         json_step(hooks_path, remove_hooks)
     else:
         json_step(hooks_path, lambda d: add_hooks(d, harness, command))
+    box = sandbox_file or hooks_path
+    notes.setdefault(box, [])
     if socket is not None:
-        sock = socket
-        if harness == "claude" and remove:
-            json_step(hooks_path, lambda d: remove_sandbox_socket(d, sock))
-        elif harness == "claude" and allow_sandbox:
-            json_step(hooks_path, lambda d: add_sandbox_socket(d, sock))
-        if not remove:
-            data = load_json(after[hooks_path], str(hooks_path))
-            try:
-                allowed = harness == "claude" and sock in allowed_sockets(data)
-                network = _sandbox_network(data) if harness == "claude" else None
-            except InstallError as exc:
-                raise InstallError(f"{hooks_path}: {exc}; left untouched") from None
-            notes[hooks_path] += sandbox_notes(
+        try:
+            after[box], said = sandbox_step(
                 harness,
-                sock,
+                after[box],
+                str(box),
+                socket,
                 allow=allow_sandbox,
+                remove=remove,
                 platform=platform,
-                allowed=allowed,
-                allow_all=network is not None and network.get("allowAllUnixSockets") is True,
-                sandboxed=harness == "gemini" and gemini_sandboxed(data, env or {}),
+                env=env or {},
             )
+            notes[box] += said
+        except InstallError as exc:
+            if allow_sandbox and not remove:
+                raise
+            # Not asked to allow anything: an odd sandbox setting is no reason to refuse the
+            # hooks; it is left as it is, and said.
+            notes[box].append(str(exc))
     mcp_path = paths.get("mcp")
     if mcp_path is not None and mcp_path.suffix == ".toml":
         after[mcp_path], note = edit_codex_toml(
@@ -583,7 +630,10 @@ def plan_files(
                 return new
 
             json_step(mcp_path, with_mcp)
-    return [FilePlan(p, texts[p], after[p], notes[p]) for p in dict.fromkeys(paths.values())]
+    files = dict.fromkeys(paths.values())
+    if box not in files and (after[box] != texts[box] or notes[box]):
+        files[box] = None  # the project's local settings: only when there is news of them
+    return [FilePlan(p, texts[p], after[p], notes[p]) for p in files]
 
 
 def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) -> list[str]:
@@ -760,8 +810,9 @@ def run(
     paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(), environ)
     from tmuxlocd.paths import client_socket_path
 
+    box = sandbox_path(harness, project, paths)
     try:
-        texts = {p: _read(p) for p in dict.fromkeys(paths.values())}
+        texts = {p: _read(p) for p in dict.fromkeys([*paths.values(), box])}
         plans = plan_files(
             harness,
             texts,
@@ -773,6 +824,7 @@ def run(
             socket=os.path.abspath(client_socket_path(environ)),
             allow_sandbox=allow_sandbox,
             env=environ,
+            sandbox_file=box,
         )
     except InstallError as exc:
         out(f"tmuxlocd: {exc}")

@@ -615,11 +615,19 @@ def test_claude_allow_all_already_set_is_named_and_left() -> None:
     assert "allowAllUnixSockets is true" in note and "tmux's" in note
 
 
-def test_claude_plan_refuses_a_malformed_sandbox() -> None:
+def test_claude_plan_refuses_a_malformed_sandbox_only_when_asked_to_allow() -> None:
+    odd = '{"sandbox": {"network": {"allowUnixSockets": {}}}}'
     with pytest.raises(InstallError, match="left untouched"):
-        claude_plan('{"sandbox": {"network": {"allowUnixSockets": {}}}}', remove=False)
+        claude_plan(odd, remove=False, allow_sandbox=True)
     with pytest.raises(InstallError, match="left untouched"):
         claude_plan('{"sandbox": []}', remove=False, allow_sandbox=True)
+    # Without the flag the hooks go in (and come out) and the odd setting is left and named.
+    for remove in (False, True):
+        after, notes = claude_plan(odd, remove=remove, platform="darwin")
+        assert json.loads(after)["sandbox"] == json.loads(odd)["sandbox"]
+        assert ("hooks" in json.loads(after)) is not remove
+        (note,) = notes
+        assert "allowUnixSockets" in note and "left untouched" in note
 
 
 @pytest.mark.parametrize("platform", ["linux", "darwin"])
@@ -678,6 +686,19 @@ def test_claude_allow_sandbox_refused_on_a_malformed_sandbox(env: Env) -> None:
     assert env.run("claude", allow_sandbox=True) == 1
     assert env.files() == before
     assert any("allowUnixSockets" in line and "left untouched" in line for line in env.lines)
+
+
+def test_claude_project_allows_in_the_local_settings(env: Env) -> None:
+    shared = env.cwd / ".claude" / "settings.json"
+    local = env.cwd / ".claude" / "settings.local.json"
+    assert env.run("claude", project=True) == 0
+    assert not local.exists()
+    assert not any("settings.local.json" in line for line in env.lines)
+    assert env.run("claude", project=True, allow_sandbox=True) == 0
+    assert "sandbox" not in json.loads(shared.read_text())  # this machine's path: not shared
+    assert json.loads(local.read_text()) == {"sandbox": {"network": {"allowUnixSockets": [SOCKET]}}}
+    assert env.run("claude", project=True, remove=True) == 0
+    assert env.files() == {}
 
 
 def test_systemd_has_no_sandbox(env: Env) -> None:
