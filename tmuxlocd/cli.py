@@ -487,6 +487,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     p.add_argument("--remove", action="store_true", help="take out exactly what install adds")
     p.add_argument(
+        "--allow-sandbox",
+        action="store_true",
+        help="also allow the daemon's socket, and only it, in the harness's sandbox "
+        "(Claude Code: sandbox.network.allowUnixSockets); for a harness without a "
+        "per-socket allow, say why nothing is written",
+    )
+    p.add_argument(
         "--min-interval-ms",
         metavar="N",
         default="0",
@@ -959,7 +966,12 @@ def cmd_install(ns: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     status = run(
-        ns.harness, project=ns.project, dry_run=ns.dry_run, remove=ns.remove, min_interval_ms=floor
+        ns.harness,
+        project=ns.project,
+        dry_run=ns.dry_run,
+        remove=ns.remove,
+        min_interval_ms=floor,
+        allow_sandbox=ns.allow_sandbox,
     )
     if status == EXIT_OK and not (ns.dry_run or ns.remove) and ns.harness != "systemd":
         from tmuxlocd.doctor_probe import after_install

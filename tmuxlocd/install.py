@@ -7,6 +7,12 @@ writes.  Every entry is recognised by its command (``tmuxlocd context <harness>`
 with other options replaces what was there, and ``--remove`` takes out exactly those entries
 and the containers it left empty.  A file that cannot be parsed is never touched.
 
+``--allow-sandbox`` adds the daemon's socket, and nothing else, to the one per-socket allow
+list a harness has (Claude Code's ``sandbox.network.allowUnixSockets``), so that the sandboxed
+shell tool can ask the daemon where it is: the daemon answers read-only questions and checks
+its peer.  Nothing else of the sandbox is changed; ``--remove`` takes that entry out with the
+rest.  A harness without such a list gets nothing written and is told why (SPEC §7, §8).
+
 Formatting: JSON files are written back with their own indentation, key order and final
 newline (byte for byte what they were when they were written as ``JSON.stringify(x, null,
 2)`` is, as these harnesses write them); TOML (``~/.codex/config.toml``) is edited with
@@ -189,6 +195,178 @@ def remove_mcp(data: dict[str, Any]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------------------
+# Pure: the harness's sandbox and the daemon's socket.
+
+ALLOW_SANDBOX = "--allow-sandbox"
+# Claude Code's per-socket allow list (settings.json); see docs/harnesses.md.
+CLAUDE_SOCKETS = ("sandbox", "network", "allowUnixSockets")
+
+
+def _sandbox_network(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``sandbox.network`` of Claude Code's settings (None when absent); an error for a shape
+    this cannot edit safely."""
+    sandbox = data.get("sandbox")
+    if sandbox is None:
+        return None
+    network = _object(sandbox, '"sandbox"').get("network")
+    if network is None:
+        return None
+    return _object(network, '"sandbox.network"')
+
+
+def allowed_sockets(data: dict[str, Any]) -> list[str]:
+    """The paths in ``sandbox.network.allowUnixSockets`` ([] when absent)."""
+    network = _sandbox_network(data)
+    sockets = [] if network is None else network.get("allowUnixSockets", [])
+    if not isinstance(sockets, list) or not all(isinstance(s, str) for s in sockets):
+        raise InstallError('"sandbox.network.allowUnixSockets" is not a list of paths')
+    return sockets
+
+
+# The daemon's socket wherever paths.default_socket_path puts it without TMUXLOCD_SOCKET.
+_DEFAULT_SOCKET = re.compile(r"/(?:.+/tmuxlocd|tmp/tmuxlocd-\d+)/tmuxlocd\.sock")
+
+
+def is_our_socket(path: str, socket: str) -> bool:
+    """``path`` is the daemon's socket: ``socket`` (where clients look now), or where the
+    daemon listens by default in another environment (another ``XDG_RUNTIME_DIR``)."""
+    return path == socket or _DEFAULT_SOCKET.fullmatch(path) is not None
+
+
+def add_sandbox_socket(data: dict[str, Any], socket: str) -> dict[str, Any]:
+    """``data`` with ``socket`` in ``sandbox.network.allowUnixSockets`` (once, replacing a
+    default path of the daemon's from another environment); nothing else of ``sandbox`` is
+    touched (not ``enabled``, not ``allowAllUnixSockets``)."""
+    if not os.path.isabs(socket):
+        raise InstallError(f"the daemon's socket {socket!r} is not an absolute path")
+    if socket in allowed_sockets(data):
+        return copy.deepcopy(data)
+    out = remove_sandbox_socket(data, socket)
+    sandbox = _object(out.setdefault("sandbox", {}), '"sandbox"')
+    network = _object(sandbox.setdefault("network", {}), '"sandbox.network"')
+    network.setdefault("allowUnixSockets", []).append(socket)
+    return out
+
+
+def remove_sandbox_socket(data: dict[str, Any], socket: str) -> dict[str, Any]:
+    """``data`` without the daemon's socket (``is_our_socket``) in
+    ``sandbox.network.allowUnixSockets``, nor the list, ``network`` and ``sandbox`` objects
+    that left empty."""
+    if not any(is_our_socket(s, socket) for s in allowed_sockets(data)):
+        return copy.deepcopy(data)
+    out = copy.deepcopy(data)
+    sandbox = out["sandbox"]
+    network = sandbox["network"]
+    network["allowUnixSockets"] = [
+        s for s in network["allowUnixSockets"] if not is_our_socket(s, socket)
+    ]
+    if not network["allowUnixSockets"]:
+        del network["allowUnixSockets"]
+        if not network:
+            del sandbox["network"]
+            if not sandbox:
+                del out["sandbox"]
+    return out
+
+
+def gemini_sandboxed(data: dict[str, Any], env: dict[str, str]) -> bool:
+    """Whether Gemini CLI is set to sandbox: ``GEMINI_SANDBOX`` or ``tools.sandbox``."""
+    if env.get("GEMINI_SANDBOX", "").strip().lower() not in ("", "0", "false"):
+        return True
+    tools = data.get("tools")
+    return isinstance(tools, dict) and tools.get("sandbox") not in (None, False, "")
+
+
+def sandbox_notes(
+    harness: str,
+    socket: str,
+    *,
+    allow: bool,
+    platform: str,
+    allowed: bool = False,
+    allow_all: bool = False,
+    sandboxed: bool = True,
+) -> list[str]:
+    """What ``install`` says about the harness's sandbox: with ``allow`` (``--allow-sandbox``),
+    what the allow does or why nothing was written; without it, a one-line offer where the
+    flag would do something.  ``allowed``: the socket is in Claude Code's list already;
+    ``allow_all``: its ``allowAllUnixSockets`` is true; ``sandboxed``: Gemini CLI is set to
+    sandbox."""
+    if harness == "claude":
+        if allow_all:
+            return [
+                (
+                    "sandbox.network.allowAllUnixSockets is true: the sandboxed Bash tool reaches "
+                    "every Unix socket already, tmux's included (left as it is)"
+                )
+            ]
+        if not allow:
+            if allowed or platform != "darwin":  # on Linux the list is not read (yet)
+                return []
+            return [
+                (
+                    "Claude Code's sandbox (sandbox.enabled) keeps its Bash tool from the "
+                    f"daemon's socket; re-run with {ALLOW_SANDBOX} to allow that one ({socket})"
+                )
+            ]
+        if platform != "darwin":
+            return [
+                (
+                    f"{socket} is in sandbox.network.allowUnixSockets, which Claude Code applies "
+                    "on macOS only: on Linux its sandbox refuses every new Unix socket (seccomp "
+                    "cannot tell paths apart), so the sandboxed Bash tool still cannot reach the "
+                    "daemon there.  The one Linux setting, allowAllUnixSockets, would open every "
+                    "socket, tmux's included: not written."
+                )
+            ]
+        return []
+    if harness == "codex":
+        if not allow:
+            return [
+                (
+                    "Codex's sandbox keeps its shell from the daemon's socket; "
+                    f"{ALLOW_SANDBOX} says why tmuxlocd cannot allow it alone"
+                )
+            ]
+        return [
+            (
+                "nothing written for Codex's sandbox: its one per-socket allow is in a permission "
+                "profile (beta), [permissions.<profile>.network.unix_sockets], which does not "
+                "apply under sandbox_mode / [sandbox_workspace_write] and is not read on Linux, "
+                "where the sandbox refuses every Unix socket first."
+            ),
+            (
+                "on macOS, with a permission profile of yours: add "
+                f'"{socket}" = "allow" under [permissions.<profile>.network.unix_sockets].'
+            ),
+            (
+                "otherwise the sandboxed shell reaches the daemon only with network access on "
+                "([sandbox_workspace_write] network_access = true), which opens every other "
+                "destination too: not written.  The hooks and the MCP server are outside that "
+                "sandbox and reach the daemon either way."
+            ),
+        ]
+    if not allow:
+        if not sandboxed:
+            return []
+        return [
+            (
+                "Gemini CLI's sandbox keeps its shell from the daemon's socket; "
+                f"{ALLOW_SANDBOX} says why tmuxlocd cannot allow it alone"
+            )
+        ]
+    return [
+        (
+            "nothing written for Gemini CLI's sandbox: a container (docker, podman, runsc, lxc) "
+            "or a macOS Seatbelt profile (SEATBELT_PROFILE), neither with a setting for one Unix "
+            "socket.  The *-open Seatbelt profiles allow the network, the socket with it; a "
+            "container would need the socket's directory mounted (SANDBOX_MOUNTS), and a process "
+            "in a container is no descendant of a tmux pane: the daemon could not place it."
+        )
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
 # Pure: file texts.
 
 
@@ -333,6 +511,52 @@ def config_paths(
     return {"hooks": base / "settings.json", "mcp": base / "settings.json"}
 
 
+def sandbox_step(
+    harness: str,
+    text: str,
+    path: str,
+    socket: str,
+    *,
+    allow: bool,
+    remove: bool,
+    platform: str,
+    env: dict[str, str],
+) -> tuple[str, list[str]]:
+    """The settings file holding Claude Code's sandbox settings with the daemon's socket
+    allowed (``allow``) or taken out (``remove``), and what to tell the user."""
+    if harness == "claude" and remove:
+        return edit_json(text, path, lambda d: remove_sandbox_socket(d, socket)), []
+    if remove:
+        return text, []
+    if harness == "claude" and allow:
+        text = edit_json(text, path, lambda d: add_sandbox_socket(d, socket))
+    data = load_json(text, path)
+    try:
+        allowed = harness == "claude" and socket in allowed_sockets(data)
+        network = _sandbox_network(data) if harness == "claude" else None
+    except InstallError as exc:
+        raise InstallError(f"{path}: {exc}; left untouched") from None
+    return text, sandbox_notes(
+        harness,
+        socket,
+        allow=allow,
+        platform=platform,
+        allowed=allowed,
+        allow_all=network is not None and network.get("allowAllUnixSockets") is True,
+        sandboxed=harness == "gemini" and gemini_sandboxed(data, env),
+    )
+
+
+def sandbox_path(harness: str, project: bool, paths: dict[str, Path]) -> Path:
+    """Where ``--allow-sandbox`` writes Claude Code's entry: the user's settings, or with
+    ``--project`` the project's local settings (``.claude/settings.local.json``, this
+    machine's, where Claude Code's ``/sandbox`` writes too), never the shared project file,
+    since the path is this machine's."""
+    if harness == "claude" and project:
+        return paths["hooks"].with_name("settings.local.json")
+    return paths["hooks"]
+
+
 def plan_files(
     harness: str,
     texts: dict[Path, str],
@@ -342,8 +566,18 @@ def plan_files(
     *,
     remove: bool,
     min_interval_ms: int = 0,
+    socket: str | None = None,
+    allow_sandbox: bool = False,
+    platform: str = sys.platform,
+    env: dict[str, str] | None = None,
+    sandbox_file: Path | None = None,
 ) -> list[FilePlan]:
-    """The new text of every file (``texts``: the current ones, "" for a missing file)."""
+    """The new text of every file (``texts``: the current ones, "" for a missing file).
+
+    ``socket``: the daemon's socket; with ``allow_sandbox``, allowed in the harness's sandbox
+    where it has a per-socket allow list; taken out of that list by ``remove``; None leaves
+    the sandbox settings alone and says nothing of them.  ``sandbox_file``: where Claude
+    Code's entry goes (its text in ``texts``), the hooks' file when None."""
     command = hook_command(hook, harness, min_interval_ms)
     notes: dict[Path, list[str]] = {p: [] for p in paths.values()}
     after = dict(texts)
@@ -356,6 +590,27 @@ def plan_files(
         json_step(hooks_path, remove_hooks)
     else:
         json_step(hooks_path, lambda d: add_hooks(d, harness, command))
+    box = sandbox_file or hooks_path
+    notes.setdefault(box, [])
+    if socket is not None:
+        try:
+            after[box], said = sandbox_step(
+                harness,
+                after[box],
+                str(box),
+                socket,
+                allow=allow_sandbox,
+                remove=remove,
+                platform=platform,
+                env=env or {},
+            )
+            notes[box] += said
+        except InstallError as exc:
+            if allow_sandbox and not remove:
+                raise
+            # Not asked to allow anything: an odd sandbox setting is no reason to refuse the
+            # hooks; it is left as it is, and said.
+            notes[box].append(str(exc))
     mcp_path = paths.get("mcp")
     if mcp_path is not None and mcp_path.suffix == ".toml":
         after[mcp_path], note = edit_codex_toml(
@@ -375,7 +630,10 @@ def plan_files(
                 return new
 
             json_step(mcp_path, with_mcp)
-    return [FilePlan(p, texts[p], after[p], notes[p]) for p in dict.fromkeys(paths.values())]
+    files = dict.fromkeys(paths.values())
+    if box not in files and (after[box] != texts[box] or notes[box]):
+        files[box] = None  # the project's local settings: only when there is news of them
+    return [FilePlan(p, texts[p], after[p], notes[p]) for p in files]
 
 
 def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) -> list[str]:
@@ -528,6 +786,7 @@ def run(
     dry_run: bool = False,
     remove: bool = False,
     min_interval_ms: int = 0,
+    allow_sandbox: bool = False,
     home: Path | None = None,
     cwd: Path | None = None,
     exe: Sequence[str] | None = None,
@@ -538,17 +797,34 @@ def run(
         if project:
             out("tmuxlocd: systemd units are the user's; --project does not apply")
             return 2
+        if allow_sandbox:
+            out(f"tmuxlocd: systemd units have no sandbox to allow; {ALLOW_SANDBOX} does not apply")
+            return 2
         return run_systemd(dry_run=dry_run, remove=remove, home=home, out=out)
     if harness not in HARNESSES:
         out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
         return 2
     exe = list(exe or this_tmuxlocd())
     hook = list(hook or this_hook())
-    paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(), dict(os.environ))
+    environ = dict(os.environ)
+    paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(), environ)
+    from tmuxlocd.paths import client_socket_path
+
+    box = sandbox_path(harness, project, paths)
     try:
-        texts = {p: _read(p) for p in dict.fromkeys(paths.values())}
+        texts = {p: _read(p) for p in dict.fromkeys([*paths.values(), box])}
         plans = plan_files(
-            harness, texts, paths, exe, hook, remove=remove, min_interval_ms=min_interval_ms
+            harness,
+            texts,
+            paths,
+            exe,
+            hook,
+            remove=remove,
+            min_interval_ms=min_interval_ms,
+            socket=os.path.abspath(client_socket_path(environ)),
+            allow_sandbox=allow_sandbox,
+            env=environ,
+            sandbox_file=box,
         )
     except InstallError as exc:
         out(f"tmuxlocd: {exc}")

@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -721,3 +722,39 @@ def test_doctor_agrees_with_codex(home: Home) -> None:
     assert home.cli("install", "codex").returncode == 0
     assert ask(trust=False) == ["modified"] * 3
     assert statuses(home.doctor("codex")[1], "codex")["trust"] == "problem"
+
+
+def test_install_claude_allow_sandbox_in_a_throwaway_home(home: Home) -> None:
+    """The real command: the daemon's socket (as the CLI resolves it) in the throwaway home's
+    settings, the user's sandbox settings kept, and out again with --remove."""
+    settings = home.home / ".claude" / "settings.json"
+    sock = home.env["TMUXLOCD_SOCKET"]
+    dry = home.cli("install", "claude", "--allow-sandbox", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert not settings.exists()
+    assert '+      "allowUnixSockets": [' in dry.stdout and f'+        "{sock}"' in dry.stdout
+    added = [line for line in dry.stdout.splitlines() if line.startswith("+")]
+    assert not [line for line in added if "allowAll" in line or '"enabled"' in line]
+
+    mine = {"sandbox": {"enabled": True, "network": {"allowedDomains": ["github.com"]}}}
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(mine, indent=2) + "\n")
+    plain = home.cli("install", "claude")  # without the flag: the sandbox is left alone
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(settings.read_text())["sandbox"] == mine["sandbox"]
+    installed = home.cli("install", "claude", "--allow-sandbox")
+    assert installed.returncode == 0, installed.stderr
+    data = json.loads(settings.read_text())
+    assert data["sandbox"] == {
+        "enabled": True,
+        "network": {"allowedDomains": ["github.com"], "allowUnixSockets": [sock]},
+    }
+    assert data["hooks"]
+    if sys.platform != "darwin":
+        assert "which Claude Code applies on macOS only" in installed.stdout
+    written = settings.read_bytes()
+    assert home.cli("install", "claude", "--allow-sandbox").returncode == 0
+    assert settings.read_bytes() == written
+    removed = home.cli("install", "claude", "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert settings.read_text() == json.dumps(mine, indent=2) + "\n"

@@ -12,11 +12,24 @@ import pytest
 import tomlkit
 
 from tmuxlocd import install
-from tmuxlocd.install import add_hooks, hook_command, is_ours, remove_hooks, run
+from tmuxlocd.install import (
+    InstallError,
+    add_hooks,
+    add_sandbox_socket,
+    allowed_sockets,
+    hook_command,
+    is_ours,
+    plan_files,
+    remove_hooks,
+    remove_sandbox_socket,
+    run,
+    sandbox_notes,
+)
 
 EXE = ["/opt/tools/venv/bin/tmuxlocd"]
 HOOK = [*EXE, "context"]
 HARNESSES = ("claude", "codex", "gemini")
+SOCKET = "/run/user/1000/tmuxlocd/tmuxlocd.sock"
 REPO = str(Path(__file__).resolve().parents[2])
 
 
@@ -27,6 +40,8 @@ class Env:
         self.home.mkdir()
         self.cwd.mkdir()
         monkeypatch.delenv("CODEX_HOME", raising=False)
+        monkeypatch.delenv("GEMINI_SANDBOX", raising=False)
+        monkeypatch.setenv("TMUXLOCD_SOCKET", SOCKET)
         self.lines: list[str] = []
 
     def run(self, harness: str, **kw: Any) -> int:
@@ -462,3 +477,230 @@ def test_systemd_never_overwrites_or_removes_a_unit_that_differs(
 
 def test_systemd_has_no_project_form(env: Env) -> None:
     assert env.run("systemd", project=True) == 2
+
+
+# ----------------------------------------------------------------------------------------------
+# --allow-sandbox: the daemon's socket in the harness's sandbox, and nothing else.
+
+SANDBOXED: dict[str, Any] = {
+    "model": "opus",
+    "sandbox": {
+        "enabled": True,
+        "autoAllowBashIfSandboxed": True,
+        "excludedCommands": ["docker"],
+        "network": {
+            "allowedDomains": ["github.com"],
+            "allowUnixSockets": ["/var/run/docker.sock"],
+            "allowLocalBinding": False,
+        },
+        "filesystem": {"allowWrite": ["~/.cache"], "denyRead": ["~/.ssh"]},
+    },
+}
+
+
+def test_the_socket_is_added_once_and_nothing_else_changes() -> None:
+    after = add_sandbox_socket(SANDBOXED, SOCKET)
+    assert after["sandbox"]["network"]["allowUnixSockets"] == ["/var/run/docker.sock", SOCKET]
+    # Everything else is as it was: the same data once the one entry is taken out again.
+    rest = json.loads(json.dumps(after))
+    rest["sandbox"]["network"]["allowUnixSockets"].remove(SOCKET)
+    assert rest == SANDBOXED
+    assert add_sandbox_socket(after, SOCKET) == after  # idempotent
+    assert remove_sandbox_socket(after, SOCKET) == SANDBOXED
+    assert remove_sandbox_socket(SANDBOXED, SOCKET) == SANDBOXED  # not there: nothing to do
+
+
+def test_the_daemons_socket_from_another_environment_is_replaced() -> None:
+    elsewhere = "/tmp/tmuxlocd-501/tmuxlocd.sock"  # installed without XDG_RUNTIME_DIR
+    other = "/var/run/docker.sock"
+    data = {"sandbox": {"network": {"allowUnixSockets": [elsewhere, other]}}}
+    after = add_sandbox_socket(data, SOCKET)
+    assert after["sandbox"]["network"]["allowUnixSockets"] == [other, SOCKET]
+    removed = remove_sandbox_socket(data, SOCKET)
+    assert removed["sandbox"]["network"]["allowUnixSockets"] == [other]
+    # A path of someone else's that only ends like ours stays.
+    theirs = {"sandbox": {"network": {"allowUnixSockets": ["/srv/tmuxlocd.sock"]}}}
+    assert remove_sandbox_socket(theirs, SOCKET) == theirs
+
+
+def test_the_socket_in_empty_settings_and_out_again() -> None:
+    after = add_sandbox_socket({"model": "opus"}, SOCKET)
+    # Only the list: sandbox.enabled is the user's to set, and is not set.
+    assert after == {"model": "opus", "sandbox": {"network": {"allowUnixSockets": [SOCKET]}}}
+    assert remove_sandbox_socket(after, SOCKET) == {"model": "opus"}
+    # Containers that held something else stay.
+    kept = {"sandbox": {"enabled": False, "network": {"allowUnixSockets": [SOCKET]}}}
+    assert remove_sandbox_socket(kept, SOCKET) == {"sandbox": {"enabled": False}}
+
+
+def test_allow_all_is_never_written_nor_changed() -> None:
+    data = {"sandbox": {"network": {"allowAllUnixSockets": False}}}
+    after = add_sandbox_socket(data, SOCKET)
+    assert after["sandbox"]["network"] == {
+        "allowAllUnixSockets": False,
+        "allowUnixSockets": [SOCKET],
+    }
+    assert remove_sandbox_socket(after, SOCKET) == data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"sandbox": True},
+        {"sandbox": {"network": []}},
+        {"sandbox": {"network": {"allowUnixSockets": "/tmp/x.sock"}}},
+        {"sandbox": {"network": {"allowUnixSockets": [1]}}},
+    ],
+)
+def test_a_sandbox_of_another_shape_is_refused(data: dict[str, Any]) -> None:
+    with pytest.raises(InstallError, match='"sandbox'):
+        add_sandbox_socket(data, SOCKET)
+    with pytest.raises(InstallError, match='"sandbox'):
+        remove_sandbox_socket(data, SOCKET)
+
+
+def test_a_relative_socket_is_refused() -> None:
+    with pytest.raises(InstallError, match="not an absolute path"):
+        add_sandbox_socket({}, "tmuxlocd.sock")
+
+
+def test_allowed_sockets() -> None:
+    assert allowed_sockets({}) == []
+    assert allowed_sockets({"sandbox": {"enabled": True}}) == []
+    assert allowed_sockets(SANDBOXED) == ["/var/run/docker.sock"]
+
+
+def claude_plan(text: str, **kw: Any) -> tuple[str, list[str]]:
+    path = Path("/h/.claude/settings.json")
+    (plan,) = plan_files("claude", {path: text}, {"hooks": path}, EXE, HOOK, socket=SOCKET, **kw)
+    return plan.after, plan.notes
+
+
+def test_claude_plan_allows_the_socket_only_with_the_flag() -> None:
+    text = json.dumps(SANDBOXED, indent=2) + "\n"
+    plain, notes = claude_plan(text, remove=False, platform="darwin")
+    assert allowed_sockets(json.loads(plain)) == ["/var/run/docker.sock"]
+    (offer,) = notes
+    assert "--allow-sandbox" in offer and SOCKET in offer
+    allowed, notes = claude_plan(text, remove=False, allow_sandbox=True, platform="darwin")
+    assert allowed_sockets(json.loads(allowed)) == ["/var/run/docker.sock", SOCKET]
+    assert notes == []
+    # Installed: no more offer; installing again changes nothing.
+    assert claude_plan(allowed, remove=False, platform="darwin") == (allowed, [])
+    assert claude_plan(allowed, remove=False, allow_sandbox=True, platform="darwin")[0] == allowed
+    # --remove takes it out with the hooks: the user's settings as they were, byte for byte.
+    assert claude_plan(allowed, remove=True, platform="darwin") == (text, [])
+
+
+def test_claude_on_linux_says_the_list_is_not_read_there() -> None:
+    plain, notes = claude_plan("", remove=False, platform="linux")
+    assert allowed_sockets(json.loads(plain)) == []
+    assert notes == []  # no offer of what does nothing there
+    allowed, notes = claude_plan("", remove=False, allow_sandbox=True, platform="linux")
+    assert allowed_sockets(json.loads(allowed)) == [SOCKET]
+    (note,) = notes
+    assert "macOS only" in note and "allowAllUnixSockets" in note and "not written" in note
+    assert "allowAllUnixSockets" not in json.loads(allowed)["sandbox"]["network"]
+
+
+def test_claude_allow_all_already_set_is_named_and_left() -> None:
+    text = '{"sandbox": {"network": {"allowAllUnixSockets": true}}}'
+    after, notes = claude_plan(text, remove=False, platform="darwin")
+    assert json.loads(after)["sandbox"] == {"network": {"allowAllUnixSockets": True}}
+    # With the flag the one socket is listed too (it stays allowed if allow-all goes).
+    after, notes = claude_plan(text, remove=False, allow_sandbox=True, platform="darwin")
+    network = json.loads(after)["sandbox"]["network"]
+    assert network == {"allowAllUnixSockets": True, "allowUnixSockets": [SOCKET]}
+    (note,) = notes
+    assert "allowAllUnixSockets is true" in note and "tmux's" in note
+
+
+def test_claude_plan_refuses_a_malformed_sandbox_only_when_asked_to_allow() -> None:
+    odd = '{"sandbox": {"network": {"allowUnixSockets": {}}}}'
+    with pytest.raises(InstallError, match="left untouched"):
+        claude_plan(odd, remove=False, allow_sandbox=True)
+    with pytest.raises(InstallError, match="left untouched"):
+        claude_plan('{"sandbox": []}', remove=False, allow_sandbox=True)
+    # Without the flag the hooks go in (and come out) and the odd setting is left and named.
+    for remove in (False, True):
+        after, notes = claude_plan(odd, remove=remove, platform="darwin")
+        assert json.loads(after)["sandbox"] == json.loads(odd)["sandbox"]
+        assert ("hooks" in json.loads(after)) is not remove
+        (note,) = notes
+        assert "allowUnixSockets" in note and "left untouched" in note
+
+
+@pytest.mark.parametrize("platform", ["linux", "darwin"])
+def test_codex_and_gemini_get_nothing_written_and_why(env: Env, platform: str) -> None:
+    for harness in ("codex", "gemini"):
+        notes = sandbox_notes(harness, SOCKET, allow=True, platform=platform)
+        assert notes and notes[0].startswith("nothing written for ")
+    codex = " ".join(sandbox_notes("codex", SOCKET, allow=True, platform=platform))
+    assert f'"{SOCKET}" = "allow"' in codex and "network_access = true" in codex
+    # Without the flag: one line, pointing at it (Gemini CLI only when it sandboxes).
+    (offer,) = sandbox_notes("codex", SOCKET, allow=False, platform=platform)
+    assert "--allow-sandbox" in offer
+    assert sandbox_notes("gemini", SOCKET, allow=False, platform=platform, sandboxed=False) == []
+    (offer,) = sandbox_notes("gemini", SOCKET, allow=False, platform=platform, sandboxed=True)
+    assert "--allow-sandbox" in offer
+
+
+def test_codex_and_gemini_files_are_the_same_with_the_flag(env: Env) -> None:
+    for harness in ("codex", "gemini"):
+        assert env.run(harness) == 0
+        before = env.files()
+        assert env.run(harness, allow_sandbox=True) == 0
+        assert env.files() == before
+        assert any(line.startswith("note: nothing written for ") for line in env.lines)
+
+
+def test_gemini_offer_when_it_sandboxes(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert env.run("gemini") == 0
+    assert not any("--allow-sandbox" in line for line in env.lines)
+    monkeypatch.setenv("GEMINI_SANDBOX", "docker")
+    assert env.run("gemini") == 0
+    assert any(line.startswith("note: ") and "--allow-sandbox" in line for line in env.lines)
+
+
+def test_claude_allow_sandbox_then_remove(env: Env) -> None:
+    settings = env.home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = json.dumps(SANDBOXED, indent=2) + "\n"
+    settings.write_text(original)
+    assert env.run("claude", allow_sandbox=True) == 0
+    data = json.loads(settings.read_text())
+    assert data["sandbox"]["network"]["allowUnixSockets"] == ["/var/run/docker.sock", SOCKET]
+    assert "hooks" in data
+    written = settings.read_bytes()
+    assert env.run("claude", allow_sandbox=True) == 0
+    assert settings.read_bytes() == written
+    assert env.run("claude", remove=True) == 0
+    assert settings.read_text() == original
+
+
+def test_claude_allow_sandbox_refused_on_a_malformed_sandbox(env: Env) -> None:
+    settings = env.home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"sandbox": {"network": {"allowUnixSockets": "/x.sock"}}}\n')
+    before = env.files()
+    assert env.run("claude", allow_sandbox=True) == 1
+    assert env.files() == before
+    assert any("allowUnixSockets" in line and "left untouched" in line for line in env.lines)
+
+
+def test_claude_project_allows_in_the_local_settings(env: Env) -> None:
+    shared = env.cwd / ".claude" / "settings.json"
+    local = env.cwd / ".claude" / "settings.local.json"
+    assert env.run("claude", project=True) == 0
+    assert not local.exists()
+    assert not any("settings.local.json" in line for line in env.lines)
+    assert env.run("claude", project=True, allow_sandbox=True) == 0
+    assert "sandbox" not in json.loads(shared.read_text())  # this machine's path: not shared
+    assert json.loads(local.read_text()) == {"sandbox": {"network": {"allowUnixSockets": [SOCKET]}}}
+    assert env.run("claude", project=True, remove=True) == 0
+    assert env.files() == {}
+
+
+def test_systemd_has_no_sandbox(env: Env) -> None:
+    assert env.run("systemd", allow_sandbox=True) == 2
+    assert env.files() == {}
