@@ -798,3 +798,61 @@ def test_context_imports_nothing_heavy() -> None:
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------------------------
+# The session's own pane, by the transcript's writer.
+
+
+@pytest.mark.parametrize(
+    ("fdinfo", "writing"),
+    [
+        (b"pos:\t0\nflags:\t0100000\nmnt_id:\t29\n", False),  # O_RDONLY|O_LARGEFILE
+        (b"pos:\t0\nflags:\t02102001\nmnt_id:\t29\n", True),  # O_WRONLY|O_APPEND|...
+        (b"pos:\t0\nflags:\t0100002\n", True),  # O_RDWR
+        (b"pos:\t0\n", False),
+        (b"flags:\tzz\n", False),
+        (b"", False),
+    ],
+)
+def test_opened_for_writing(fdinfo: bytes, writing: bool) -> None:
+    assert harness.opened_for_writing(fdinfo) is writing
+
+
+@pytest.mark.parametrize(
+    ("holders", "tty"),
+    [
+        ([], 0),
+        ([harness.Holder(10, 34817)], 34817),
+        ([harness.Holder(10, 34817), harness.Holder(11, 34817)], 34817),  # one pane, two
+        ([harness.Holder(10, 34817), harness.Holder(11, 34818)], 0),  # two panes: cannot tell
+        ([harness.Holder(10, 0, shared=True)], 0),  # Codex's shared app-server writes it
+        ([harness.Holder(10, 0)], 0),
+        ([harness.Holder(10, 34817), harness.Holder(11, 0)], 0),  # a writer beside the pane
+        ([harness.Holder(10, 34817, shared=True)], 0),
+    ],
+)
+def test_writer_tty(holders: list[harness.Holder], tty: int) -> None:
+    found, why = harness.writer_tty(holders)
+    assert found == tty
+    assert (why == "") is (tty != 0)
+
+
+def test_transcript_writers_are_the_processes_writing_it(tmp_path: Path) -> None:
+    from tmuxlocd import context
+
+    transcript = tmp_path / "rollout.jsonl"
+    transcript.write_bytes(b"")
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with transcript.open("rb") as r, transcript.open("ab") as w:
+        reader = subprocess.Popen(sleep, stdin=r)
+        writer = subprocess.Popen(sleep, stdout=w)
+        server = subprocess.Popen([*sleep, "app-server", "--listen", "unix://"], stdout=w)
+    try:
+        found = {h.pid: h.shared for h in context.transcript_writers(str(transcript))}
+        assert found == {writer.pid: False, server.pid: True}
+        assert context.transcript_writers(str(tmp_path / "none.jsonl")) == []
+    finally:
+        for p in (reader, writer, server):
+            p.kill()
+            p.wait()
