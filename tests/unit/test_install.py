@@ -462,3 +462,14 @@ def test_systemd_never_overwrites_or_removes_a_unit_that_differs(
 
 def test_systemd_has_no_project_form(env: Env) -> None:
     assert env.run("systemd", project=True) == 2
+
+
+def test_codex_next_steps_tell_of_the_shared_app_server() -> None:
+    from tmuxlocd import install
+
+    steps = install.next_steps("codex", False, ["tmuxlocd"], False)
+    assert install.CODEX_SHARED_SERVER in steps
+    assert "daemon_auto_start = false" in install.CODEX_SHARED_SERVER
+    for other in ("claude", "gemini"):
+        assert install.CODEX_SHARED_SERVER not in install.next_steps(other, False, ["t"], False)
+    assert install.CODEX_SHARED_SERVER not in install.next_steps("codex", False, ["t"], True)
