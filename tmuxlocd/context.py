@@ -288,9 +288,18 @@ def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harn
     """The pane of the one process that has the session's transcript open for writing, read
     from tmux (no ETag); nothing, and why in the debug log, when it cannot be told."""
     _with_site()
-    from tmuxlocd import direct
+    from tmuxlocd import direct, identity
     from tmuxlocd.location import text_form
 
+    # Only a hook with no tty whose ancestors reach no tty, or a server of several sessions
+    # first: one whose harness is on a tty that is no pane's is outside tmux, and so is the
+    # session, whoever else writes its transcript.
+    me = os.getpid()
+    own = identity.read_stat(me)
+    up = identity.nearest_tty_ancestor(me, identity.read_stat, shared=identity.shared_server)
+    if (own is not None and own.tty_nr) or up > 0:
+        debug(env, event, "the hook's tty or nearest ancestor's is no pane's")
+        return harness.ABSENT
     tty_nr, why = harness.writer_tty(transcript_writers(event.transcript))
     if not tty_nr:
         debug(env, event, "no pane from the hook's tty or ancestors; " + why)

@@ -856,3 +856,30 @@ def test_transcript_writers_are_the_processes_writing_it(tmp_path: Path) -> None
         for p in (reader, writer, server):
             p.kill()
             p.wait()
+
+
+def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook's nearest ancestor with a tty is on no pane's tty: the harness runs outside
+    tmux, so a writer of its transcript in some pane is not asked about."""
+    from tmuxlocd import context, identity
+
+    log = tmp_path / "log"
+    event = harness.HookEvent("codex", "UserPromptSubmit", harness.PROMPT, "s1", "", "/t.jsonl")
+    asked: list[str] = []
+
+    def writers(path: str) -> list[harness.Holder]:
+        asked.append(path)
+        return []
+
+    monkeypatch.setattr(context, "transcript_writers", writers)
+    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 34999)
+    reading = context.read_by_transcript(event, {context.DEBUG_LOG: str(log)})
+    assert reading is harness.ABSENT and asked == []
+    assert "nearest ancestor's is no pane's" in log.read_text()
+    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 0)
+    monkeypatch.setattr(identity, "read_stat", lambda pid: identity.ProcStat(pid, 1, 0))
+    assert context.read_by_transcript(event, {context.DEBUG_LOG: str(log)}) is harness.ABSENT
+    assert asked == ["/t.jsonl"]
+    assert "no process has the session's transcript open for writing" in log.read_text()
