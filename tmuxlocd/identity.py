@@ -91,8 +91,9 @@ def serves_sessions(cmdline: bytes) -> bool:
     Codex's TUI starts it detached (``setsid``) as ``codex [--enable remote_control]
     app-server --listen unix://``, later with ``--managed-daemon`` (``command_args`` and
     ``start_inner`` in ``codex-rs/app-server-daemon/src/backend/``), and later TUIs attach to
-    it over its control socket.  An app-server on stdio (an editor's, or a TUI's own) serves
-    one client and is not one of these."""
+    it over its control socket.  One listening on a WebSocket (``ws://``, ``wss://``) serves
+    several clients too; one on stdio (an editor's, or a TUI's own) serves one and is not one
+    of these."""
     args = cmdline.rstrip(b"\0").split(b"\0")
     if b"app-server" not in args[1:]:
         return False
@@ -106,7 +107,7 @@ def serves_sessions(cmdline: bytes) -> bool:
             value = arg[len(b"--listen=") :]
         else:
             continue
-        if value.startswith(b"unix://"):
+        if value.startswith((b"unix://", b"ws://", b"wss://")):
             return True
     return False
 
@@ -125,9 +126,9 @@ def nearest_tty_ancestor(
     passed over: under ``script`` or ``ssh -t`` the shell in between shares the caller's
     new pty, and the useful hint is the pane further up.  ``stat_of`` looks a process up
     (None when it is gone or unreadable); the walk follows ppid and stops at pid 1, at a
-    vanished process, or after ``limit`` steps.  An ancestor with no tty for which
-    ``shared`` holds (``serves_sessions``) ends the walk with ``SHARED_ANCESTOR``: the pane
-    beyond it is that of whoever started the server, not the caller's.
+    vanished process, or after ``limit`` steps.  An ancestor for which ``shared`` holds
+    (``serves_sessions``) ends the walk with ``SHARED_ANCESTOR``: its pane, or the one beyond
+    it, is that of whoever started the server, not the caller's.
     """
     current = stat_of(pid)
     steps = 0
@@ -136,10 +137,10 @@ def nearest_tty_ancestor(
         steps += 1
         if current is None:
             break
+        if shared is not None and shared(current.pid):
+            return SHARED_ANCESTOR
         if current.tty_nr not in (0, skip):
             return current.tty_nr
-        if current.tty_nr == 0 and shared is not None and shared(current.pid):
-            return SHARED_ANCESTOR
     return 0
 
 

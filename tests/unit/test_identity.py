@@ -141,6 +141,7 @@ def test_ancestor_walk_stops_at_a_vanished_parent() -> None:
         (["codex", "--enable", "remote_control", "app-server", "--listen", "unix://"], True),
         (["codex", "app-server", "--listen=unix:///tmp/s.sock"], True),
         (["codex", "app-server", "--managed-daemon"], True),
+        (["codex", "app-server", "--listen", "ws://127.0.0.1:4500"], True),
         (["codex", "app-server"], False),  # stdio: one client
         (["codex", "app-server", "--listen", "stdio://"], False),
         (["codex", "app-server", "pid-update-loop"], False),
@@ -168,6 +169,9 @@ def test_ancestor_walk_stops_at_a_server_of_several_sessions() -> None:
     # the caller itself is never asked; one with a tty before the server is its own pane
     table = _table((50, 40, 0), (40, 30, 34999), (30, 1, 0))
     assert nearest_tty_ancestor(50, table.get, shared={50, 30}.__contains__) == 34999
+    # a server run in a pane: that pane is its starter's, not its client's
+    table = _table((50, 40, 0), (40, 30, 34999), (30, 1, 34817))
+    assert nearest_tty_ancestor(50, table.get, shared={40}.__contains__) == SHARED_ANCESTOR
 
 
 def test_ancestor_walk_survives_a_cycle() -> None:
@@ -219,7 +223,7 @@ def test_peer_credentials_of_something_else() -> None:
 
 @given(
     comm=st.text(
-        alphabet=st.characters(blacklist_characters="\0\n", blacklist_categories=("Cs",)),
+        alphabet=st.characters(blacklist_characters="\0\n", codec="utf-8"),
         max_size=16,
     ),
     ppid=st.integers(0, 2**22),
