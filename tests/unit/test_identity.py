@@ -130,7 +130,7 @@ def test_ancestor_walk_stops_at_a_vanished_parent() -> None:
         (["codex", "app-server", "--listen", "unix://"], True),
         (
             [
-                "/home/u/.codex/packages/standalone/current/codex",
+                "~/.codex/packages/standalone/current/codex",
                 "app-server",
                 "--listen",
                 "unix://",
