@@ -16,7 +16,7 @@ from tmuxlocd.layout import Direction
 from tmuxlocd.location import Location, Neighbors, PaneRef
 
 VerifiedBy = Literal["tty", "ancestor"]
-Reason = Literal["no_controlling_tty", "no_server", "tty_not_a_pane"]
+Reason = Literal["no_controlling_tty", "no_server", "tty_not_a_pane", "shared_ancestor"]
 
 
 class Caller(msgspec.Struct, frozen=True, kw_only=True):

@@ -113,7 +113,7 @@ def handle(
         where = harness.check_from(event, prior)
         rebuilt = transcript_rebuilt(*where) if where is not None else False
         step = harness.plan(event, prior, now_ms, floor, rebuilt)
-        reading = read_location(step.etag, env) if step.ask else None
+        reading = read_location(step.etag, env, event) if step.ask else None
         size = transcript_size(step.measure) if step.measure else None
         outcome = harness.conclude(event, step, reading, now_ms, size)
         if outcome.state is not None:
@@ -188,7 +188,21 @@ def transcript_rebuilt(path: str, offset: int) -> bool:
 # The location.
 
 
-def read_location(etag: str, env: Mapping[str, str]) -> harness.Reading:
+def read_location(
+    etag: str, env: Mapping[str, str], event: harness.HookEvent | None = None
+) -> harness.Reading:
+    """The location of the hook's caller (its tty, then its ancestors); when they lead to no
+    pane, that of the one process writing the session's transcript (``read_by_transcript``)."""
+    reading = read_self(etag, env)
+    if reading.status != "absent" or event is None:
+        return reading
+    if not event.transcript:
+        debug(env, event, "no pane from the hook's tty or ancestors, and no transcript path")
+        return reading
+    return read_by_transcript(event, env)
+
+
+def read_self(etag: str, env: Mapping[str, str]) -> harness.Reading:
     from tmuxlocd.cli import NoDaemon, raw_request, self_target
 
     headers = {"If-None-Match": etag} if etag else None
@@ -214,10 +228,7 @@ def read_location(etag: str, env: Mapping[str, str]) -> harness.Reading:
 
 def read_direct() -> harness.Reading:
     """No daemon: the same text, computed from tmux (no ETag, so never a 304)."""
-    if "site" not in sys.modules:  # started with -S: the dependencies are in site-packages
-        import site
-
-        site.main()
+    _with_site()
     from tmuxlocd import direct
     from tmuxlocd.location import text_form
 
@@ -225,6 +236,103 @@ def read_direct() -> harness.Reading:
     if info.location is None:
         return harness.ABSENT
     return harness.Reading("location", text_form(info.location, with_neighbors=True), "")
+
+
+def _with_site() -> None:
+    if "site" not in sys.modules:  # started with -S: the dependencies are in site-packages
+        import site
+
+        site.main()
+
+
+def transcript_writers(path: str) -> list[harness.Holder]:
+    """This user's processes that have ``path`` open for writing (``/proc/<pid>/fd`` and
+    ``fdinfo``), with their ttys; the hook itself is not one."""
+    from tmuxlocd import identity
+
+    try:
+        target = os.path.realpath(path)
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    uid, me = os.getuid(), os.getpid()
+    out: list[harness.Holder] = []
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        base = f"/proc/{name}"
+        try:
+            if os.stat(base).st_uid != uid:
+                continue
+            fds = os.listdir(base + "/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{base}/fd/{fd}") != target:
+                    continue
+                with open(f"{base}/fdinfo/{fd}", "rb") as f:
+                    info = f.read(4096)
+            except OSError:
+                continue
+            if harness.opened_for_writing(info):
+                stat = identity.read_stat(int(name))
+                if stat is not None:
+                    shared = identity.shared_server(stat.pid)
+                    out.append(harness.Holder(stat.pid, stat.tty_nr, shared))
+                break
+    return out
+
+
+def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harness.Reading:
+    """The pane of the one process that has the session's transcript open for writing, read
+    from tmux (no ETag); nothing, and why in the debug log, when it cannot be told."""
+    _with_site()
+    from tmuxlocd import direct, identity
+    from tmuxlocd.location import text_form
+
+    # Only a hook with no tty whose ancestors reach no tty, or a server of several sessions
+    # first: one whose harness is on a tty that is no pane's is outside tmux, and so is the
+    # session, whoever else writes its transcript.
+    me = os.getpid()
+    own = identity.read_stat(me)
+    up = identity.nearest_tty_ancestor(me, identity.read_stat, shared=identity.shared_server)
+    if (own is not None and own.tty_nr) or up > 0:
+        debug(env, event, "the hook's tty or nearest ancestor's is no pane's")
+        return harness.ABSENT
+    tty_nr, why = harness.writer_tty(transcript_writers(event.transcript))
+    if not tty_nr:
+        debug(env, event, "no pane from the hook's tty or ancestors; " + why)
+        return harness.ABSENT
+    here = direct.read_view(env, until_tty=tty_nr).panes_by_rdev(tty_nr)
+    if len(here) != 1:
+        debug(env, event, f"the transcript's writer is on a tty in {len(here)} panes")
+        return harness.ABSENT
+    block = text_form(here[0], with_neighbors=True) + harness.VERIFIED_TRANSCRIPT
+    return harness.Reading("location", block, "")
+
+
+DEBUG_LOG = "TMUXLOCD_CONTEXT_LOG"
+
+
+def debug(env: Mapping[str, str], event: harness.HookEvent, why: str) -> None:
+    """One line in the file ``$TMUXLOCD_CONTEXT_LOG`` names, if any: why nothing is told."""
+    path = env.get(DEBUG_LOG)
+    if not path:
+        return
+    line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event.harness} {event.name} "
+    line += f"session={event.session!r} pid={os.getpid()}: {why}\n"
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError:
+        return
+    try:
+        os.write(fd, line.encode("utf-8", "replace"))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -229,11 +229,15 @@ def where_and_view(
 
     def ancestor_tty_nr() -> int:
         if not walked:
-            walked.append(identity.nearest_tty_ancestor(pid, stat_of, skip=tty_nr))
+            walked.append(
+                identity.nearest_tty_ancestor(
+                    pid, stat_of, skip=tty_nr, shared=identity.shared_server
+                )
+            )
         return walked[0]
 
     # A process with no tty, and no ancestor with one, is in no pane: nothing is queried.
-    if tty_nr or ancestor_tty_nr():
+    if tty_nr or ancestor_tty_nr() > 0:
         view = read_view(env, tmux=tmux, sockets=sockets, until_tty=tty_nr)
     else:
         view = StaticView([], rdev)

@@ -570,6 +570,63 @@ def conclude(
 
 
 # ----------------------------------------------------------------------------------------------
+# The session's own pane, when the hook's tty and ancestors do not lead to it.
+#
+# A harness may run its hooks under a process that serves several sessions (Codex's shared
+# app-server, started by the first TUI and kept by it with that TUI's TMUX_PANE): the daemon's
+# walk then stops there (``shared_ancestor``) and the hook is told nothing.  The session may
+# still be placed by the kernel: the one process that has the session's transcript open for
+# writing.  When Codex runs its TUI with its own app-server, that is the TUI; when the shared
+# app-server writes it, that process has no tty and nothing is found.  A process that only
+# reads the transcript (``tail -f`` in another pane) is no witness.
+
+VERIFIED_TRANSCRIPT = "verified_by transcript\n"
+
+O_ACCMODE = 0o3  # O_RDONLY 0, O_WRONLY 1, O_RDWR 2 (the same on every Linux architecture)
+
+
+def opened_for_writing(fdinfo: bytes) -> bool:
+    """Whether ``/proc/<pid>/fdinfo/<fd>`` shows a descriptor open for writing (its
+    ``flags:`` line, in octal)."""
+    for line in fdinfo.split(b"\n"):
+        name, _, value = line.partition(b":")
+        if name == b"flags":
+            try:
+                return int(value.strip(), 8) & O_ACCMODE != 0
+            except ValueError:
+                return False
+    return False
+
+
+class Holder:
+    """A process with the transcript open for writing: its controlling tty (0: none), and
+    whether it serves several sessions (it places nobody)."""
+
+    __slots__ = ("pid", "shared", "tty_nr")
+
+    def __init__(self, pid: int, tty_nr: int, shared: bool = False) -> None:
+        self.pid = pid
+        self.tty_nr = tty_nr
+        self.shared = shared
+
+
+def writer_tty(holders: list[Holder]) -> tuple[int, str]:
+    """The tty of the session's writer, or 0 and why none can be told: no writer, writers on
+    several ttys, or a writer with no tty (the shared server itself) beside one with a tty."""
+    if not holders:
+        return 0, "no process has the session's transcript open for writing"
+    ttys = {h.tty_nr for h in holders if h.tty_nr and not h.shared}
+    others = [h.pid for h in holders if not h.tty_nr or h.shared]
+    if len(ttys) > 1:
+        return 0, f"processes on {len(ttys)} ttys have the transcript open for writing"
+    if not ttys:
+        return 0, f"the transcript's writers have no tty: pids {sorted(others)}"
+    if others:
+        return 0, f"the transcript's writers include pids {sorted(others)}, with no tty"
+    return ttys.pop(), ""
+
+
+# ----------------------------------------------------------------------------------------------
 # Output, in each harness's format.
 
 

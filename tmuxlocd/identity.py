@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from tmuxlocd.answers import SelfAnswer
-from tmuxlocd.queries import CallerFacts, View, decide_self
+from tmuxlocd.queries import SHARED_ANCESTOR, CallerFacts, View, decide_self
 
 _PEERCRED = struct.Struct("3i")
 # An ancestor chain is short; the bound only protects against a cycle in a racing /proc.
@@ -84,12 +84,41 @@ def environ_pane(data: bytes) -> str | None:
     return pane_id_hint(value.decode("utf-8", "replace"))
 
 
+def serves_sessions(cmdline: bytes) -> bool:
+    """Whether ``/proc/<pid>/cmdline`` is that of a process that runs the hooks and MCP servers
+    of several harness sessions, each maybe in another pane: Codex's shared app-server.
+
+    Codex's TUI starts it detached (``setsid``) as ``codex [--enable remote_control]
+    app-server --listen unix://``, later with ``--managed-daemon`` (``command_args`` and
+    ``start_inner`` in ``codex-rs/app-server-daemon/src/backend/``), and later TUIs attach to
+    it over its control socket.  One listening on a WebSocket (``ws://``, ``wss://``) serves
+    several clients too; one on stdio (an editor's, or a TUI's own) serves one and is not one
+    of these."""
+    args = cmdline.rstrip(b"\0").split(b"\0")
+    if b"app-server" not in args[1:]:
+        return False
+    rest = args[args.index(b"app-server", 1) + 1 :]
+    if b"--managed-daemon" in rest:
+        return True
+    for i, arg in enumerate(rest):
+        if arg == b"--listen" and i + 1 < len(rest):
+            value = rest[i + 1]
+        elif arg.startswith(b"--listen="):
+            value = arg[len(b"--listen=") :]
+        else:
+            continue
+        if value.startswith((b"unix://", b"ws://", b"wss://")):
+            return True
+    return False
+
+
 def nearest_tty_ancestor(
     pid: int,
     stat_of: Callable[[int], ProcStat | None],
     *,
     skip: int = 0,
     limit: int = MAX_ANCESTORS,
+    shared: Callable[[int], bool] | None = None,
 ) -> int:
     """The ``tty_nr`` of the nearest proper ancestor of ``pid`` that has one, else 0.
 
@@ -97,14 +126,20 @@ def nearest_tty_ancestor(
     passed over: under ``script`` or ``ssh -t`` the shell in between shares the caller's
     new pty, and the useful hint is the pane further up.  ``stat_of`` looks a process up
     (None when it is gone or unreadable); the walk follows ppid and stops at pid 1, at a
-    vanished process, or after ``limit`` steps.
+    vanished process, or after ``limit`` steps.  An ancestor for which ``shared`` holds
+    (``serves_sessions``) ends the walk with ``SHARED_ANCESTOR``: its pane, or the one beyond
+    it, is that of whoever started the server, not the caller's.
     """
     current = stat_of(pid)
     steps = 0
     while current is not None and current.ppid > 1 and steps < limit:
         current = stat_of(current.ppid)
         steps += 1
-        if current is not None and current.tty_nr not in (0, skip):
+        if current is None:
+            break
+        if shared is not None and shared(current.pid):
+            return SHARED_ANCESTOR
+        if current.tty_nr not in (0, skip):
             return current.tty_nr
     return 0
 
@@ -163,6 +198,23 @@ def read_stat(pid: int) -> ProcStat | None:
         return parse_stat(data)
     except (OSError, ValueError, IndexError):
         return None
+
+
+def read_cmdline(pid: int) -> bytes:
+    """The start of ``/proc/<pid>/cmdline`` (b"" when gone or unreadable)."""
+    try:
+        fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except OSError:
+        return b""
+
+
+def shared_server(pid: int) -> bool:
+    """``serves_sessions`` of a live process."""
+    return serves_sessions(read_cmdline(pid))
 
 
 def read_env_pane(pid: int) -> str | None:
@@ -332,7 +384,9 @@ def identify(
         pid=pid,
         tty_nr=tty_nr,
         env_pane=mine.env_pane,
-        ancestor_tty_nr=lambda: nearest_tty_ancestor(pid, stat_of, skip=tty_nr),
+        ancestor_tty_nr=lambda: nearest_tty_ancestor(
+            pid, stat_of, skip=tty_nr, shared=shared_server
+        ),
         tty_path=lambda: tty_path(pid, tty_nr),
     )
     return decide_self(view, facts, accept_ancestor=accept_ancestor)

@@ -636,6 +636,18 @@ def plan_files(
     return [FilePlan(p, texts[p], after[p], notes[p]) for p in files]
 
 
+# Codex's shared app-server (``[features] daemon_auto_start``, on by default): docs/harnesses.md.
+CODEX_SHARED_SERVER = (
+    "Current Codex runs one shared app-server for all its TUIs (started by the first, in the "
+    "background) and runs every session's hooks and MCP servers under it, with the first "
+    "TUI's TMUX_PANE.  tmuxlocd then places a session only by the one process writing its "
+    "transcript, and otherwise tells it nothing (never another TUI's pane); the MCP server "
+    "says it cannot tell.  For the hooks and the MCP server to run beside each TUI, in its "
+    "pane, set in ~/.codex/config.toml:  [features] daemon_auto_start = false  (then "
+    "restart Codex: `codex app-server stop` ends a running shared server)."
+)
+
+
 def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) -> list[str]:
     """What the user still has to do."""
     mcp = " ".join(shlex.quote(a) for a in [*exe, "mcp"])
@@ -661,6 +673,7 @@ def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) ->
         )
         if project:
             steps.append("Codex reads .codex/ only in a trusted project.")
+        steps.append(CODEX_SHARED_SERVER)
     else:
         steps.append(
             "Start a new Gemini CLI session; /hooks lists the hooks (hooksConfig."

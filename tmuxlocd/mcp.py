@@ -269,8 +269,20 @@ NO_SELF = (
 )
 
 
+SHARED = (
+    "cannot tell which tmux pane this is (reason: shared_ancestor): this MCP server was "
+    "started by a process that serves several sessions (Codex's shared app-server), so its "
+    "environment and its ancestors name the pane of whichever session started that server, "
+    "which may not be this one. For Codex to start it beside each TUI, set "
+    "`[features] daemon_auto_start = false` in ~/.codex/config.toml."
+)
+
+
 def where_text(info: SelfInfo, *, live: bool) -> str:
     """``where_am_i``'s answer: the text form with neighbours, then how it was found."""
+    if info.location is None and info.reason == "shared_ancestor":
+        lines = [SHARED, NO_SELF, "live updates on" if live else LIVE_OFF]
+        return "".join(line + "\n" for line in lines)
     if info.location is None:
         hints = []
         if info.caller.env_pane:

@@ -107,6 +107,12 @@ class StaticView:
 # Who is asking.
 
 
+# The walk up from a caller with no tty met, before any ancestor with a tty, a process that
+# runs the hooks and MCP servers of several sessions (Codex's shared app-server): whatever
+# pane lies beyond it is the pane of whoever started that server, not the caller's.
+SHARED_ANCESTOR = -1
+
+
 @dataclass(frozen=True)
 class CallerFacts:
     """What the kernel says of a caller, read by the shell (identity.py reads /proc).
@@ -117,7 +123,9 @@ class CallerFacts:
     pid: int
     tty_nr: int  # the controlling tty's device number, 0 for none
     env_pane: str | None  # its TMUX_PANE when it looks like a pane id: a hint, never trusted
-    ancestor_tty_nr: Callable[[], int]  # the nearest proper ancestor's tty (not tty_nr), or 0
+    # The nearest proper ancestor's tty (not tty_nr), 0 for none, SHARED_ANCESTOR when the
+    # walk met a server that serves several sessions first (``identity.serves_sessions``).
+    ancestor_tty_nr: Callable[[], int]
     tty_path: Callable[[], str | None]  # a path of tty_nr when it is no pane's
 
 
@@ -126,7 +134,8 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
     here = view.panes_by_rdev(facts.tty_nr)
     # A caller in a pane is not walked up: its nearest ancestor with a tty is, but for the
     # rarest of process trees, the shell of that same pane, which ancestor_pane then says.
-    ancestor = here or view.panes_by_rdev(facts.ancestor_tty_nr())
+    up = 0 if here else facts.ancestor_tty_nr()
+    ancestor = here or (view.panes_by_rdev(up) if up > 0 else [])
     if facts.tty_nr == 0:
         tty = None
     elif here:
@@ -136,7 +145,8 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
     caller = Caller(
         pid=facts.pid,
         tty=tty,
-        env_pane=facts.env_pane,
+        # Below a server of several sessions, TMUX_PANE is that of whoever started it.
+        env_pane=None if up == SHARED_ANCESTOR and not here else facts.env_pane,
         ancestor_pane=ancestor[0].pane.id if ancestor else None,
     )
     if here:
@@ -153,7 +163,7 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
         )
     reason: Reason
     if facts.tty_nr == 0:
-        reason = "no_controlling_tty"
+        reason = "shared_ancestor" if up == SHARED_ANCESTOR else "no_controlling_tty"
     elif not view.any_running():
         reason = "no_server"
     else:

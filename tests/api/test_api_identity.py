@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -195,6 +196,41 @@ async def test_no_controlling_tty_gives_the_ancestor_pane(api: Api, hub: Hub) ->
             no_tty_child_of_pty_shell(curl(api.path, "/v1/panes/self?accept=ancestor")), stdin=slave
         )
         assert status == 200 and json.loads(body)["pane"]["id"] == "%3"
+
+
+# A process shaped like Codex's shared app-server (``codex app-server --listen unix://``, in a
+# session of its own) that runs its client's commands as its children.
+SHARED_SERVER = [
+    sys.executable,
+    "-c",
+    "import subprocess, sys; sys.exit(subprocess.call(sys.argv[sys.argv.index('--') + 1 :]))",
+    "app-server",
+    "--listen",
+    "unix://",
+    "--",
+]
+
+
+async def test_below_a_server_of_several_sessions_nobody_is_placed(api: Api, hub: Hub) -> None:
+    with pty() as (slave, path):
+        hub.update(spec_state(A, tty3=path))
+        for target in ("/v1/self", "/v1/self?accept=ancestor"):
+            status, body = await run(
+                no_tty_child_of_pty_shell([*SHARED_SERVER, *curl(api.path, target)]),
+                stdin=slave,
+                env=clean_env(TMUX_PANE="%3"),
+            )
+            answer = json.loads(body)
+            assert (answer["inside_tmux"], answer["reason"]) == (False, "shared_ancestor")
+            assert answer["caller"]["ancestor_pane"] is None
+            assert answer["caller"]["env_pane"] is None  # the starter's TMUX_PANE
+        status, body = await run(
+            no_tty_child_of_pty_shell(
+                [*SHARED_SERVER, *curl(api.path, "/v1/panes/self?accept=ancestor")]
+            ),
+            stdin=slave,
+        )
+        assert (status, json.loads(body)["error"]["code"]) == (404, "not_in_a_pane")
 
 
 async def test_no_controlling_tty_comes_before_no_server(api: Api, hub: Hub) -> None:

@@ -5,7 +5,9 @@ this pane, so the client side of the tests runs here, and writes what it saw as 
 ``--out`` (atomically: the test waits for the file).  ``--spawn tty`` starts the server as a
 plain child that keeps this pane's controlling tty (as most agent hosts do); ``--spawn setsid``
 uses the SDK's stdio client unchanged, which starts it in a new session with no controlling
-tty; ``--spawn tty,setsid`` runs the scenario once each way.
+tty; ``--spawn shared`` starts it as ``setsid`` does, under a process shaped like Codex's shared
+app-server (``app-server --listen unix://``); ``--spawn tty,setsid`` runs the scenario once
+each way.
 
 Scenarios:
 - ``basic``: tools, resources, instructions, every tool's answer and both resources.
@@ -44,6 +46,16 @@ DEADLINE = 15.0
 
 
 _SDK_SPAWN = mcp_stdio._create_platform_compatible_process
+# The arguments of a Python process whose command line is that of Codex's shared app-server
+# and which runs the rest of its arguments as a child, on its own stdio.
+SHARED_SERVER = [
+    "-c",
+    "import subprocess, sys; sys.exit(subprocess.call(sys.argv[sys.argv.index('--') + 1 :]))",
+    "app-server",
+    "--listen",
+    "unix://",
+    "--",
+]
 
 
 async def _spawn_keeping_tty(
@@ -117,7 +129,7 @@ class Probe:
                 raise AssertionError(f"timed out waiting for {what}; notes {self.notes}")
             await anyio.sleep(0.01)
 
-    def params(self) -> StdioServerParameters:
+    def params(self, spawn: str = "tty") -> StdioServerParameters:
         env = {
             "TMUXLOCD_SOCKET": self.args.daemon,
             "PYTHONPATH": REPO,
@@ -126,9 +138,10 @@ class Probe:
             "TMUX_PANE": os.environ.get("TMUX_PANE", ""),
             "TMUX_TMPDIR": os.environ.get("TMUX_TMPDIR", ""),
         }
-        return StdioServerParameters(
-            command=sys.executable, args=["-m", "tmuxlocd", "mcp"], env=env, cwd=REPO
-        )
+        args = ["-m", "tmuxlocd", "mcp"]
+        if spawn == "shared":
+            args = [*SHARED_SERVER, sys.executable, *args]
+        return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=REPO)
 
     async def run(self) -> dict[str, Any]:
         out: dict[str, Any] = {"pane": os.environ.get("TMUX_PANE"), "runs": {}}
@@ -141,7 +154,7 @@ class Probe:
         t0 = time.monotonic()
         out: dict[str, Any] = {"t": {}}
         # The server's stderr is this probe's, which the test keeps in a file.
-        async with stdio_client(self.params(), errlog=sys.stderr) as (read, write):  # noqa: SIM117
+        async with stdio_client(self.params(spawn), errlog=sys.stderr) as (read, write):  # noqa: SIM117
             async with ClientSession(read, write, message_handler=self.on_message) as s:
                 if self.args.scenario == "listen":
                     await s.discover()

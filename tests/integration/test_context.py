@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 
 from tests.daemontest import REPO, SCRIPT, Daemon, Rig, private_rig
 from tests.tmuxtest import TMUX, poll
+from tmuxlocd.context import transcript_writers
 from tmuxlocd.install import this_hook
 
 pytestmark = [
@@ -417,6 +419,83 @@ def test_a_hook_in_a_new_session_is_placed_by_its_ancestor(rig: Rig, mode: str) 
     agent = Agent(rig, "a")
     told = agent.hook("codex", prompt("codex", "s1"), setsid=True)
     assert told is not None and f" {agent.pane}\n" in told
+
+
+# ----------------------------------------------------------------------------------------------
+# Below Codex's shared app-server: the session's own pane, or nothing.
+
+# A process whose command line is that of Codex's shared app-server (``codex app-server
+# --listen unix://``): in a new session, with no tty, it runs the hook as its child.
+SHARED_SERVER = (
+    "import subprocess, sys\nsys.exit(subprocess.call(sys.argv[sys.argv.index('--') + 1 :]))\n"
+)
+
+
+def shared_launcher(rig: Rig, log: Path) -> list[str]:
+    server = rig.root / "app_server.py"
+    server.write_text(SHARED_SERVER)
+    return [
+        "env",
+        f"TMUXLOCD_CONTEXT_LOG={log}",
+        "setsid",
+        "-w",
+        sys.executable,
+        str(server),
+        "app-server",
+        "--listen",
+        "unix://",
+        "--",
+        SCRIPT,
+        "context",
+    ]
+
+
+def in_window(rig: Rig, command: str) -> str:
+    return rig.tmux.run("new-window", "-d", "-P", "-F", "#{pane_id}", command).strip()
+
+
+def codex_prompt(session: str, transcript: Path) -> dict[str, Any]:
+    return prompt("codex", session) | {"transcript_path": str(transcript)}
+
+
+def test_below_the_shared_app_server_the_writers_pane_or_nothing(rig: Rig, mode: str) -> None:
+    first = Agent(rig, "first")  # the pane of the TUI that started the shared server
+    log = rig.root / "context.log"
+    launcher = shared_launcher(rig, log)
+    rollout = rig.root / "rollout-s2.jsonl"
+    rollout.write_bytes(b"")
+    # Nobody writes the session's transcript: nothing, never the first TUI's pane.
+    assert first.hook("codex", codex_prompt("s2", rollout), launcher=launcher) is None
+    assert "no process has the session's transcript open for writing" in log.read_text()
+    # One that only reads it, in another pane, is no witness.
+    in_window(rig, f"exec sleep 600 <{shlex.quote(str(rollout))}")
+    assert first.hook("codex", codex_prompt("s2", rollout), launcher=launcher) is None
+    # The session's writer, in its own pane: that pane, and how it was found.
+    second = in_window(rig, f"exec 3>>{shlex.quote(str(rollout))}; exec sleep 600")
+    poll(lambda: len(transcript_writers(str(rollout))) == 1, 10.0, "the writer")
+    told = first.hook("codex", codex_prompt("s2", rollout), launcher=launcher)
+    assert told is not None and f" {second}\n" in told and f" {first.pane}\n" not in told
+    assert told.endswith("verified_by transcript\n")
+    # A second writer in a third pane: it cannot be told apart, so nothing new is said.
+    rig.tmux.run("split-window", "-d", "-t", second, "cat")  # the told location changes
+    in_window(rig, f"exec 3>>{shlex.quote(str(rollout))}; exec sleep 600")
+    poll(lambda: len(transcript_writers(str(rollout))) == 2, 10.0, "two writers")
+    assert first.hook("codex", codex_prompt("s2", rollout), launcher=launcher) is None
+    assert "processes on 2 ttys have the transcript open for writing" in log.read_text()
+
+
+def test_a_wrong_location_told_earlier_is_corrected(rig: Rig, mode: str) -> None:
+    first = Agent(rig, "first")
+    rollout = rig.root / "rollout-s3.jsonl"
+    rollout.write_bytes(b"")
+    # As an older tmuxlocd did below the shared server: the first TUI's pane.
+    wrong = first.hook("codex", codex_prompt("s3", rollout), setsid=True)
+    assert wrong is not None and f" {first.pane}\n" in wrong
+    second = in_window(rig, f"exec 3>>{shlex.quote(str(rollout))}; exec sleep 600")
+    poll(lambda: len(transcript_writers(str(rollout))) == 1, 10.0, "the writer")
+    launcher = shared_launcher(rig, rig.root / "context.log")
+    told = first.hook("codex", codex_prompt("s3", rollout), launcher=launcher)
+    assert told is not None and f" {second}\n" in told and "(turn 2)" in told
 
 
 # ----------------------------------------------------------------------------------------------

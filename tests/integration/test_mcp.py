@@ -347,6 +347,18 @@ def test_no_controlling_tty_and_the_2026_protocol(world: World) -> None:
     assert phases == {(SELF_URI, 2), (WINDOW_URI, 2)}, run["events"]
 
 
+def test_below_a_shared_server_where_am_i_cannot_tell(world: World) -> None:
+    # Codex starts every thread's MCP server under its shared app-server, with the TMUX_PANE
+    # of the TUI that started that server: never that pane, with or without a daemon.
+    for daemon in (None, str(world.root / "absent.sock")):
+        runs, grid = world.probe("basic", "shared", daemon=daemon)
+        where = answer(runs["shared"], "where")
+        assert where.startswith("cannot tell which tmux pane this is (reason: shared_ancestor)")
+        assert "daemon_auto_start = false" in where
+        assert not any(names_pane(where, pane) for pane in grid.values()), where
+        assert grid["me"] not in where
+
+
 def test_no_daemon_answers_directly_and_says_live_updates_are_off(world: World) -> None:
     runs, grid = world.probe("basic", "tty,setsid", daemon=str(world.root / "absent.sock"))
     for spawn, proof in (("tty", "verified_by tty"), ("setsid", "verified_by ancestor")):

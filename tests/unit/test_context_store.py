@@ -99,7 +99,7 @@ def test_two_hooks_at_once_never_lose_a_turn(
     reads: list[str] = []
     gate = threading.Barrier(20)
 
-    def read(etag: str, env: Any) -> harness.Reading:
+    def read(etag: str, env: Any, event: Any) -> harness.Reading:
         reads.append(etag)
         return harness.UNCHANGED if etag == '"e"' else harness.Reading("location", A, '"e"')
 
@@ -130,7 +130,7 @@ def test_run_reads_stdin_and_prints_the_harness_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(
-        context, "read_location", lambda etag, env: harness.Reading("location", A, '"e"')
+        context, "read_location", lambda etag, env, event: harness.Reading("location", A, '"e"')
     )
     data = json.dumps({"hook_event_name": "BeforeAgent", "session_id": "g1"}).encode()
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
@@ -309,7 +309,7 @@ def test_gemini_told_once_and_again_after_a_compression(
     """Gemini CLI's order of events: SessionStart, BeforeAgent, then PreCompress before each
     request (compressing or not), AfterTool after a shell command."""
     monkeypatch.setattr(
-        context, "read_location", lambda etag, env: harness.Reading("location", A, '"e"')
+        context, "read_location", lambda etag, env, event: harness.Reading("location", A, '"e"')
     )
     transcript = tmp_path / "session.jsonl"
     transcript.write_bytes(MESSAGE)

@@ -798,3 +798,88 @@ def test_context_imports_nothing_heavy() -> None:
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------------------------
+# The session's own pane, by the transcript's writer.
+
+
+@pytest.mark.parametrize(
+    ("fdinfo", "writing"),
+    [
+        (b"pos:\t0\nflags:\t0100000\nmnt_id:\t29\n", False),  # O_RDONLY|O_LARGEFILE
+        (b"pos:\t0\nflags:\t02102001\nmnt_id:\t29\n", True),  # O_WRONLY|O_APPEND|...
+        (b"pos:\t0\nflags:\t0100002\n", True),  # O_RDWR
+        (b"pos:\t0\n", False),
+        (b"flags:\tzz\n", False),
+        (b"", False),
+    ],
+)
+def test_opened_for_writing(fdinfo: bytes, writing: bool) -> None:
+    assert harness.opened_for_writing(fdinfo) is writing
+
+
+@pytest.mark.parametrize(
+    ("holders", "tty"),
+    [
+        ([], 0),
+        ([harness.Holder(10, 34817)], 34817),
+        ([harness.Holder(10, 34817), harness.Holder(11, 34817)], 34817),  # one pane, two
+        ([harness.Holder(10, 34817), harness.Holder(11, 34818)], 0),  # two panes: cannot tell
+        ([harness.Holder(10, 0, shared=True)], 0),  # Codex's shared app-server writes it
+        ([harness.Holder(10, 0)], 0),
+        ([harness.Holder(10, 34817), harness.Holder(11, 0)], 0),  # a writer beside the pane
+        ([harness.Holder(10, 34817, shared=True)], 0),
+    ],
+)
+def test_writer_tty(holders: list[harness.Holder], tty: int) -> None:
+    found, why = harness.writer_tty(holders)
+    assert found == tty
+    assert (why == "") is (tty != 0)
+
+
+def test_transcript_writers_are_the_processes_writing_it(tmp_path: Path) -> None:
+    from tmuxlocd import context
+
+    transcript = tmp_path / "rollout.jsonl"
+    transcript.write_bytes(b"")
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with transcript.open("rb") as r, transcript.open("ab") as w:
+        reader = subprocess.Popen(sleep, stdin=r)
+        writer = subprocess.Popen(sleep, stdout=w)
+        server = subprocess.Popen([*sleep, "app-server", "--listen", "unix://"], stdout=w)
+    try:
+        found = {h.pid: h.shared for h in context.transcript_writers(str(transcript))}
+        assert found == {writer.pid: False, server.pid: True}
+        assert context.transcript_writers(str(tmp_path / "none.jsonl")) == []
+    finally:
+        for p in (reader, writer, server):
+            p.kill()
+            p.wait()
+
+
+def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook's nearest ancestor with a tty is on no pane's tty: the harness runs outside
+    tmux, so a writer of its transcript in some pane is not asked about."""
+    from tmuxlocd import context, identity
+
+    log = tmp_path / "log"
+    event = harness.HookEvent("codex", "UserPromptSubmit", harness.PROMPT, "s1", "", "/t.jsonl")
+    asked: list[str] = []
+
+    def writers(path: str) -> list[harness.Holder]:
+        asked.append(path)
+        return []
+
+    monkeypatch.setattr(context, "transcript_writers", writers)
+    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 34999)
+    reading = context.read_by_transcript(event, {context.DEBUG_LOG: str(log)})
+    assert reading is harness.ABSENT and asked == []
+    assert "nearest ancestor's is no pane's" in log.read_text()
+    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 0)
+    monkeypatch.setattr(identity, "read_stat", lambda pid: identity.ProcStat(pid, 1, 0))
+    assert context.read_by_transcript(event, {context.DEBUG_LOG: str(log)}) is harness.ABSENT
+    assert asked == ["/t.jsonl"]
+    assert "no process has the session's transcript open for writing" in log.read_text()

@@ -20,8 +20,10 @@ from tmuxlocd.identity import (
     pts_path,
     read_stat,
     reread_stat,
+    serves_sessions,
     tty_path,
 )
+from tmuxlocd.queries import SHARED_ANCESTOR
 
 # Field 7 is tty_nr; the rest of a real line follows it.
 _TAIL = "0 -1 4194560 123 0 0 0 1 2 0 0 20 0 1 0 12345 1000 200 18446744073709551615"
@@ -120,6 +122,58 @@ def test_ancestor_walk_stops_at_a_vanished_parent() -> None:
     assert nearest_tty_ancestor(99, table.get) == 0
 
 
+# Codex's shared app-server as its daemon starts it (codex-rs/app-server-daemon), and the
+# command lines that are not it.
+@pytest.mark.parametrize(
+    ("argv", "shared"),
+    [
+        (["codex", "app-server", "--listen", "unix://"], True),
+        (
+            [
+                "~/.codex/packages/standalone/current/codex",
+                "app-server",
+                "--listen",
+                "unix://",
+                "--managed-daemon",
+            ],
+            True,
+        ),
+        (["codex", "--enable", "remote_control", "app-server", "--listen", "unix://"], True),
+        (["codex", "app-server", "--listen=unix:///tmp/s.sock"], True),
+        (["codex", "app-server", "--managed-daemon"], True),
+        (["codex", "app-server", "--listen", "ws://127.0.0.1:4500"], True),
+        (["codex", "app-server"], False),  # stdio: one client
+        (["codex", "app-server", "--listen", "stdio://"], False),
+        (["codex", "app-server", "pid-update-loop"], False),
+        (["codex"], False),
+        (["codex", "resume", "abc"], False),
+        (["app-server", "--listen", "unix://"], False),  # the name of the program itself
+        (["python3", "-c", "print()", "--listen", "unix://"], False),
+        ([], False),
+    ],
+)
+def test_serves_sessions(argv: list[str], shared: bool) -> None:
+    cmdline = b"".join(a.encode() + b"\0" for a in argv)
+    assert serves_sessions(cmdline) is shared
+
+
+def test_ancestor_walk_stops_at_a_server_of_several_sessions() -> None:
+    # hook (50) < codex app-server (40, setsid, no tty) < the first TUI (30, in a pane)
+    table = _table((50, 40, 0), (40, 30, 0), (30, 20, 34817), (20, 1, 34817))
+    assert nearest_tty_ancestor(50, table.get, shared={40}.__contains__) == SHARED_ANCESTOR
+    assert nearest_tty_ancestor(50, table.get, shared={41}.__contains__) == 34817
+    assert nearest_tty_ancestor(50, table.get) == 34817
+    # the daemon re-parented to init: nothing either way, but said as it is
+    table = _table((50, 40, 0), (40, 1, 0))
+    assert nearest_tty_ancestor(50, table.get, shared={40}.__contains__) == SHARED_ANCESTOR
+    # the caller itself is never asked; one with a tty before the server is its own pane
+    table = _table((50, 40, 0), (40, 30, 34999), (30, 1, 0))
+    assert nearest_tty_ancestor(50, table.get, shared={50, 30}.__contains__) == 34999
+    # a server run in a pane: that pane is its starter's, not its client's
+    table = _table((50, 40, 0), (40, 30, 34999), (30, 1, 34817))
+    assert nearest_tty_ancestor(50, table.get, shared={40}.__contains__) == SHARED_ANCESTOR
+
+
 def test_ancestor_walk_survives_a_cycle() -> None:
     table = _table((50, 40, 0), (40, 50, 0))
     assert nearest_tty_ancestor(50, table.get) == 0
@@ -168,7 +222,10 @@ def test_peer_credentials_of_something_else() -> None:
 
 
 @given(
-    comm=st.text(alphabet=st.characters(blacklist_characters="\0\n"), max_size=16),
+    comm=st.text(
+        alphabet=st.characters(blacklist_characters="\0\n", codec="utf-8"),
+        max_size=16,
+    ),
     ppid=st.integers(0, 2**22),
     tty_nr=st.integers(0, 2**31 - 1),
     starttime=st.integers(0, 2**40),

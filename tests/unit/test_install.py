@@ -704,3 +704,14 @@ def test_claude_project_allows_in_the_local_settings(env: Env) -> None:
 def test_systemd_has_no_sandbox(env: Env) -> None:
     assert env.run("systemd", allow_sandbox=True) == 2
     assert env.files() == {}
+
+
+def test_codex_next_steps_tell_of_the_shared_app_server() -> None:
+    from tmuxlocd import install
+
+    steps = install.next_steps("codex", False, ["tmuxlocd"], False)
+    assert install.CODEX_SHARED_SERVER in steps
+    assert "daemon_auto_start = false" in install.CODEX_SHARED_SERVER
+    for other in ("claude", "gemini"):
+        assert install.CODEX_SHARED_SERVER not in install.next_steps(other, False, ["t"], False)
+    assert install.CODEX_SHARED_SERVER not in install.next_steps("codex", False, ["t"], True)

@@ -81,6 +81,19 @@ def test_where_text_outside_tmux_says_to_ask() -> None:
     assert "Ask the user" in text
 
 
+def test_where_text_below_a_shared_server_cannot_tell_and_names_no_pane() -> None:
+    # Codex's shared app-server: the first TUI's TMUX_PANE, even if a client passed it on.
+    info = SelfInfo(
+        inside_tmux=False,
+        reason="shared_ancestor",
+        caller=Caller(pid=1, env_pane="%1", ancestor_pane="%1"),
+    )
+    text = shim.where_text(info, live=True)
+    assert text.startswith("cannot tell which tmux pane this is (reason: shared_ancestor)")
+    assert "%1" not in text
+    assert "daemon_auto_start = false" in text and "Ask the user" in text
+
+
 def test_window_summary_has_the_daemons_shape() -> None:
     body = json.loads(shim.window_summary([loc("%4"), loc("%3")]))
     assert body["total"] == 2 and body["truncated"] is False

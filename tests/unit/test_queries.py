@@ -15,6 +15,7 @@ from tmuxlocd.mirror import Dirty, ServerMirror, run_reread
 from tmuxlocd.model import ServerState
 from tmuxlocd.protocol import Reply
 from tmuxlocd.queries import (
+    SHARED_ANCESTOR,
     CallerFacts,
     QueryError,
     Selection,
@@ -85,6 +86,9 @@ class Rig:
 
 # ------------------------------------------------------------------------------ identity
 
+# What the walk up finds: no pane, or a server of several sessions before any pane.
+_UP = {"none": 0, "shared": SHARED_ANCESTOR}
+
 
 def test_a_caller_on_a_pane_tty_is_in_that_pane_and_is_not_walked_up() -> None:
     rig = Rig(captured())
@@ -109,6 +113,10 @@ def test_a_caller_on_a_pane_tty_is_in_that_pane_and_is_not_walked_up() -> None:
         ("other", "%0", False, False, None, "tty_not_a_pane", "%0"),
         ("other", "%0", True, True, "ancestor", None, "%0"),
         ("other", "none", True, False, None, "tty_not_a_pane", None),
+        # the walk met a server of several sessions (Codex's app-server) before any pane
+        ("none", "shared", False, False, None, "shared_ancestor", None),
+        ("none", "shared", True, False, None, "shared_ancestor", None),
+        ("other", "shared", True, False, None, "tty_not_a_pane", None),
     ],
 )
 def test_identity_cases(
@@ -122,9 +130,11 @@ def test_identity_cases(
 ) -> None:
     rig = Rig(captured())
     tty_nr = 0 if tty == "none" else 99999
-    up = 0 if ancestor == "none" else rig.dev(ancestor)
+    up = _UP[ancestor] if ancestor in _UP else rig.dev(ancestor)
     answer = decide_self(rig.view, rig.facts(tty_nr, up, env_pane="%3"), accept_ancestor=accept)
     assert (answer.inside_tmux, answer.verified_by, answer.reason) == (inside, verified, reason)
+    # below a server of several sessions, TMUX_PANE names whoever started it: left out
+    assert answer.caller.env_pane == (None if ancestor == "shared" else "%3")
     assert answer.caller.ancestor_pane == ancestor_pane
     assert answer.caller.tty == (None if tty == "none" else "/dev/pts/77")
     if inside:
@@ -152,7 +162,7 @@ def test_may_be_stale(
 ) -> None:
     rig = Rig(captured())
     tty_nr = {"none": 0, "other": 99999}[tty] if tty in ("none", "other") else rig.dev(tty)
-    up = 0 if ancestor == "none" else rig.dev(ancestor)
+    up = _UP[ancestor] if ancestor in _UP else rig.dev(ancestor)
     answer = decide_self(rig.view, rig.facts(tty_nr, up, env_pane), accept_ancestor=accept)
     assert may_be_stale(rig.view, answer) is stale
 
