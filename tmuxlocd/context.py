@@ -47,23 +47,28 @@ REQUEST_TIMEOUT = 2.0
 MAX_STATE = 64 * 1024
 
 
-def parse_args(args: Sequence[str]) -> tuple[str, int] | None:
-    """``<harness> [--min-interval-ms N]`` -> (harness, floor); a bad floor is 0 (ignored);
-    an unknown harness is None (nothing to do)."""
+def parse_args(args: Sequence[str]) -> tuple[str, int, str] | None:
+    """``<harness> [--min-interval-ms N] [--event NAME]`` -> (harness, floor, event); a bad
+    floor is 0 (ignored); an unknown harness is None (nothing to do).  ``--event``: the event
+    a harness that writes none on stdin runs this hook for (Copilot CLI, Antigravity CLI)."""
     if not args or args[0] not in harness.HARNESSES:
         return None
     floor = 0
+    event = ""
     rest = list(args[1:])
     i = 0
     while i < len(rest):
         name, eq, value = rest[i].partition("=")
-        if name == "--min-interval-ms":
+        if name in ("--min-interval-ms", "--event"):
             if not eq and i + 1 < len(rest):
                 i += 1
                 value = rest[i]
-            floor = harness.parse_min_interval(value) or 0
+            if name == "--event":
+                event = value
+            else:
+                floor = harness.parse_min_interval(value) or 0
         i += 1
-    return args[0], floor
+    return args[0], floor, event
 
 
 def main(args: Sequence[str]) -> int:
@@ -79,12 +84,12 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
     parsed = parse_args(args)
     if parsed is None:
         return
-    name, floor = parsed
+    name, floor, event_name = parsed
     try:
         data = sys.stdin.buffer.read(harness.MAX_STDIN + 1)
     except (OSError, ValueError, AttributeError):
         return
-    event = harness.parse_event(name, data)
+    event = harness.parse_event(name, data, event_name)
     if event is None:
         return
     store = Store(context_state_dir(env))

@@ -46,7 +46,7 @@ def shell_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         return None
     if any(m.get("role") == "tool" for m in messages[last_user + 1 :]):
         return None
-    match = re.search(r"RUNSHELL: ([^<\n"]+)", _text(messages[last_user].get("content")))
+    match = re.search(r'RUNSHELL: ([^<\n"]+)', _text(messages[last_user].get("content")))
     if match is None:
         return None
     for tool in body.get("tools") or []:
@@ -66,7 +66,7 @@ def shell_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 class Handler(BaseHTTPRequestHandler):
     log_path = ""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _record(self, body: Any) -> None:
