@@ -184,9 +184,9 @@ def add_hooks(
     a harness that needs the event in the command (``EVENT_IN_ARGV``), ``command`` is the
     hook without it and each event's command adds ``--event <event>``."""
     out = remove_hooks(data)
+    if harness in FLAT_HOOKS and "version" not in out:
+        out = {"version": COPILOT_HOOKS_VERSION, **out}
     hooks = _object(out.setdefault("hooks", {}), '"hooks"')
-    if harness in FLAT_HOOKS:
-        out.setdefault("version", COPILOT_HOOKS_VERSION)
     for event, matcher in HOOK_EVENTS[harness]:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
@@ -715,7 +715,7 @@ def plan_files(
         json_step(hooks_path, lambda d: add_hooks(d, harness, command))
     box = sandbox_file or hooks_path
     notes.setdefault(box, [])
-    if socket is not None:
+    if socket is not None and harness != "opencode":  # a plugin: no sandbox setting there
         try:
             after[box], said = sandbox_step(
                 harness,

@@ -61,17 +61,17 @@ export const TmuxLocation = async () => {
       const system = output?.system
       if (!id || !Array.isArray(system)) return
       if (String(system[0] ?? "").startsWith(TITLE)) return
-      let name = pending.get(id)
-      pending.delete(id)
-      let source
+      const events = []
       if (!told.has(id)) {
-        name = "SessionStart"
-        source = "startup"
+        // New to this process (a new session, or one continued by a new opencode): its
+        // requests hold nothing yet.
         told.set(id, "")
+        events.push({ hook_event_name: "SessionStart", session_id: id, source: "startup" })
       }
-      if (name) {
-        const event = { hook_event_name: name, session_id: id }
-        if (source) event.source = source
+      const name = pending.get(id)
+      pending.delete(id)
+      if (name) events.push({ hook_event_name: name, session_id: id })
+      for (const event of events) {
         const text = await ask(event)
         if (text) told.set(id, text)
       }
