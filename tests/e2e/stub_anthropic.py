@@ -32,6 +32,17 @@ def tool_results(body: Any) -> list[str]:
     return out
 
 
+def tool_uses(body: Any) -> list[str]:
+    """The names of the tools the conversation's assistant turns called, in order."""
+    return [
+        block.get("name", "")
+        for message in (body or {}).get("messages", [])
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    ]
+
+
 def tool_names(body: Any) -> list[str]:
     return [t.get("name", "") for t in (body or {}).get("tools", []) if isinstance(t, dict)]
 

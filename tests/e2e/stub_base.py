@@ -130,6 +130,14 @@ class StubServer:
         with self._lock:
             return [r for r in self.requests if self.is_model_request(r)]
 
+    def models(self) -> set[str]:
+        """The model names the harness asked for in its model requests."""
+        return {
+            str(q.body["model"])
+            for q in self.model_requests()
+            if isinstance(q.body, dict) and "model" in q.body
+        }
+
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
