@@ -80,7 +80,7 @@ class World:
 
     def record(self) -> None:
         """One row of the report: the location bytes of each model request, and the hooks'
-        times."""
+        times.  Called by a test as its last line: a failed test reports nothing."""
         requests = [q for _, qs in self.runs for q in qs]
         hooks = self.hrig.hook_runs()
         ms = [h.ms for h in hooks]
@@ -118,7 +118,6 @@ def world(hrig: HarnessRig, driver: Driver, request: pytest.FixtureRequest) -> I
     w = World(hrig, driver, scenario)
     try:
         yield w
-        w.record()
     finally:
         w.close()
 
@@ -160,6 +159,10 @@ def test_first_prompt_then_resume(world: World) -> None:
     third = world.prompt("third prompt", resume=session)
     for q in third:
         only_block(q.body, pane, world.why())
+    # Each run's session start ran the hook: the resumed runs were told through it.
+    starts = [h for h in world.hrig.hook_runs() if h.event == "SessionStart"]
+    assert len(starts) == 3, world.why()
+    world.record()
 
 
 def test_split_from_outside(world: World) -> None:
@@ -178,6 +181,7 @@ def test_split_from_outside(world: World) -> None:
     assert neighbour(added[0], "right") == new, f"{added[0].text}\n{world.why()}"
     latest = [b for b in location_blocks(after[0].body) if neighbour(b, "right") == new]
     assert len(latest) == 1, world.why()
+    world.record()
 
 
 def test_tool_call_splits_the_pane(world: World) -> None:
@@ -198,6 +202,7 @@ def test_tool_call_splits_the_pane(world: World) -> None:
     assert len(added) == 1, f"{added}\n{world.why()}"
     assert added[0].pane == pane
     assert neighbour(added[0], "right") == new, f"{added[0].text}\n{world.why()}"
+    world.record()
 
 
 def test_outside_a_pane(world: World) -> None:
@@ -209,6 +214,7 @@ def test_outside_a_pane(world: World) -> None:
         assert location_blocks(q.body) == [], world.why()
     assert world.hrig.hook_runs(), "the hooks did not run at all"
     assert all(h.out_bytes == 0 for h in world.hrig.hook_runs()), world.why()
+    world.record()
 
 
 def test_daemon_down(world: World) -> None:
@@ -219,6 +225,7 @@ def test_daemon_down(world: World) -> None:
     for q in requests:
         block = only_block(q.body, pane, world.why())
         assert neighbour(block, "below") != "none"
+    world.record()
 
 
 def test_two_sessions_two_panes(world: World) -> None:
@@ -245,6 +252,7 @@ def test_two_sessions_two_panes(world: World) -> None:
         only_block(q.body, pane, world.why())
         seen[pane] += 1
     assert all(seen.values()), f"requests per pane: {seen}"
+    world.record()
 
 
 def test_mcp_where_am_i(world: World) -> None:
@@ -260,3 +268,4 @@ def test_mcp_where_am_i(world: World) -> None:
     # The tool's text form (tmuxlocd.location.text_form): "..., pane <index> <id>".
     assert re.search(rf", pane \d+ {re.escape(pane)}\b", answer), answer
     assert "not in a tmux pane" not in answer, answer
+    world.record()
