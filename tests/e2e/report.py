@@ -49,6 +49,10 @@ def render(rows: list[dict[str, Any]]) -> str:
         models = sorted({m for r in latest.values() for m in r.get("models", [])})
         out.append(f"### {package} {version}")
         out.append("")
+        tools = sorted({str(r["mcp_tool"]) for r in latest.values() if r.get("mcp_tool")})
+        if tools:
+            out.append("MCP tool as offered to the model: " + ", ".join(f"`{t}`" for t in tools))
+            out.append("")
         if models:
             out.append("Model named in its requests: " + ", ".join(f"`{m}`" for m in models))
             out.append("")

@@ -45,6 +45,7 @@ class World:
         self.stub: StubServer = driver.stub(always_text)
         self.stub.start()
         self.runs: list[tuple[Run, list[Recorded]]] = []
+        self.notes: dict[str, Any] = {}  # what else a test saw, for the report
 
     def script(self, decide: Decide) -> None:
         self.stub.decide = decide
@@ -104,6 +105,7 @@ class World:
                 "hook_ms_median": round(statistics.median(ms), 1) if ms else None,
                 "hook_ms_max": round(max(ms), 1) if ms else None,
                 "hook_out_bytes": sum(h.out_bytes for h in hooks),
+                **self.notes,
             }
         )
 
@@ -262,6 +264,9 @@ def test_mcp_where_am_i(world: World) -> None:
     world.script(world.driver.mcp_decide())
     requests = world.prompt("where am I in tmux?")
     assert len(requests) >= 2, world.why()
+    called = [n for q in requests for n in world.driver.tool_names(q.body) if "where_am_i" in n]
+    assert called, f"where_am_i was never offered\n{world.why()}"
+    world.notes["mcp_tool"] = called[0]
     results = world.driver.tool_results(requests[-1].body)
     assert results, "no tool result"
     answer = results[-1]
