@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import signal
+import statistics
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -42,6 +43,8 @@ from tests.e2e.stub_base import (
     Turn,
     always_text,
     location_blocks,
+    location_bytes,
+    new_blocks,
 )
 from tests.e2e.stub_responses import (
     SHELL_TOOL,
@@ -198,19 +201,46 @@ def added(requests: Sequence[Recorded], before: Any = None) -> list[Block]:
     return out
 
 
-def row(scenario: str, blocks: Sequence[Block], ok: bool, detail: str = "") -> None:
-    report(
-        {
-            "harness": "codex",
-            "version": VERSION,
-            "scenario": scenario,
-            "passed": ok,
-            "blocks": len(blocks),
-            "bytes": sum(len(b.text.encode()) for b in blocks),
-            "panes": [b.pane for b in blocks],
-            "detail": detail,
-        }
-    )
+class Rows:
+    """Rows of the end-to-end report (``tests/e2e/report.py``), in the shape the other
+    harnesses' scenarios write: per row the model requests since the last row, the location
+    bytes of each and those it added, and the hooks that ran meanwhile.  A test records as
+    it goes; a failed assertion stops it before the rows that follow."""
+
+    def __init__(self, hrig: HarnessRig, stub: ResponsesStub) -> None:
+        self.hrig = hrig
+        self.stub = stub
+        self.requests = 0
+        self.hooks = 0
+
+    def record(self, scenario: str) -> None:
+        requests = self.stub.model_requests()[self.requests :]
+        hooks = self.hrig.hook_runs()[self.hooks :]
+        self.requests += len(requests)
+        self.hooks += len(hooks)
+        ms = [h.ms for h in hooks]
+        prev: Any = None
+        added = []
+        for q in requests:
+            added.append(sum(len(b.text.encode()) for b in new_blocks(prev, q.body)))
+            prev = q.body
+        report(
+            {
+                "harness": "codex",
+                "package": PACKAGE,
+                "version": VERSION,
+                "scenario": scenario,
+                "models": sorted(self.stub.models()),
+                "requests": len(requests),
+                "location_bytes": [location_bytes(q.body) for q in requests],
+                "new_bytes": added,
+                "hook_runs": len(hooks),
+                "hook_events": sorted({h.event for h in hooks}),
+                "hook_ms_median": round(statistics.median(ms), 1) if ms else None,
+                "hook_ms_max": round(max(ms), 1) if ms else None,
+                "hook_out_bytes": sum(h.out_bytes for h in hooks),
+            }
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -224,6 +254,7 @@ def test_exec_told_once_then_nothing_on_unchanged_resume_then_the_split(
     cx = setup_codex(hrig, stub)
     if daemon:
         hrig.start_daemon()
+    rows = Rows(hrig, stub)
     pane = hrig.first_pane
     first = cx.exec_in_pane(pane, "first prompt")
     reqs = stub.model_requests()
@@ -231,26 +262,24 @@ def test_exec_told_once_then_nothing_on_unchanged_resume_then_the_split(
     assert panes_of(got) == [pane], hrig.diagnostics()
     assert got[0].text.startswith("tmux location:\n"), got[0].text
     assert "neighbors: above none; below none; left none; right none" in got[0].text
-    row(f"first prompt ({'daemon' if daemon else 'no daemon'})", got, True)
 
     session = session_of(first)
-    last = reqs[-1].body
-    stub.clear()
+    last, before = reqs[-1].body, len(reqs)
     cx.exec_in_pane(pane, "second prompt, nothing moved", resume=session)
-    reqs = stub.model_requests()
+    reqs = stub.model_requests()[before:]
     # The resumed history replays the block told at the start, and nothing is added.
     assert panes_of(told(reqs[0].body)) == [pane], hrig.diagnostics()
     assert added(reqs, last) == [], hrig.diagnostics()
-    row(f"resume, unchanged ({'daemon' if daemon else 'no daemon'})", [], True)
+    if daemon:
+        rows.record("first_prompt_then_resume")
 
     right = hrig.split(pane)
-    last = reqs[-1].body
-    stub.clear()
+    last, before = reqs[-1].body, len(stub.model_requests())
     cx.exec_in_pane(pane, "third prompt, after a split", resume=session)
-    got = added(stub.model_requests(), last)
+    got = added(stub.model_requests()[before:], last)
     assert panes_of(got) == [pane], hrig.diagnostics()
     assert f"right {right}" in got[0].neighbors, got[0].text
-    row(f"resume after a split ({'daemon' if daemon else 'no daemon'})", got, True)
+    rows.record("split_from_outside" if daemon else "daemon_down")
 
 
 def test_exec_tells_the_change_after_the_shell_tool_splits_the_pane(
@@ -279,7 +308,7 @@ def test_exec_tells_the_change_after_the_shell_tool_splits_the_pane(
     assert f"below {below[0]}" in got[1].neighbors, got[1].text
     first_with_result = next(i for i, r in enumerate(reqs) if tool_results(r.body))
     assert added([reqs[first_with_result]], reqs[first_with_result - 1].body) == [got[1]]
-    row("after a shell call that split the pane", got[1:], True)
+    Rows(hrig, stub).record("tool_call_splits_the_pane")
 
 
 @pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
@@ -296,7 +325,7 @@ def test_exec_outside_a_pane_is_told_nothing(
     ran = {r.event for r in hrig.hook_runs()}
     assert {"SessionStart", "UserPromptSubmit"} <= ran, hrig.diagnostics()
     assert added(reqs) == [], hrig.diagnostics()
-    row(f"outside a pane ({'daemon' if daemon else 'no daemon'})", [], True)
+    Rows(hrig, stub).record("outside_a_pane" if daemon else "outside_a_pane, daemon down")
 
 
 def test_exec_mcp_where_am_i_names_the_pane(hrig: HarnessRig, stub: ResponsesStub) -> None:
@@ -315,7 +344,7 @@ def test_exec_mcp_where_am_i_names_the_pane(hrig: HarnessRig, stub: ResponsesStu
     results = tool_results(stub.model_requests()[-1].body)
     assert len(results) == 1, results
     assert re.search(rf", pane \d+ {re.escape(pane)}\n", results[0]), results[0]
-    row("MCP where_am_i", [], True, f"names {pane}")
+    Rows(hrig, stub).record("mcp_where_am_i")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -506,8 +535,7 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
         unique = list({bl.text: bl for bl in got}.values())
         size = sum(len(bl.text.encode()) for bl in unique)
         print(f"{how}: TUI {name} in {pane}: {len(unique)} block(s), {size} B, {panes_of(unique)}")
-        row(f"two TUIs, {how}: TUI {name} ({pane})", unique, True, tree)
     # Codex puts "Wall time: ...\nOutput:" before the server's text.
     mcp_answer = results[-1].rpartition("Output:")[2].strip().split("\n", 1)[0]
     print(f"{how}: MCP where_am_i from TUI B: {mcp_answer}")
-    row(f"two TUIs, {how}: MCP where_am_i from TUI B", [], True, mcp_answer)
+    Rows(hrig, stub).record(f"two TUIs, {how}")
