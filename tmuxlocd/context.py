@@ -253,19 +253,35 @@ def _with_site() -> None:
 def transcript_writers(path: str) -> list[harness.Holder]:
     """This user's processes that have ``path`` open for writing (``/proc/<pid>/fd`` and
     ``fdinfo``), with their ttys; the hook itself is not one."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return _writers(path, [int(n) for n in names if n.isdigit()])
+
+
+def ancestor_writers(path: str, pid: int) -> list[harness.Holder]:
+    """``transcript_writers`` among the ancestors of ``pid`` (``identity.ancestors``): a few
+    processes' descriptors instead of every process's."""
+    from tmuxlocd import identity
+
+    up = identity.ancestors(pid, identity.read_stat, shared=identity.shared_server)
+    return _writers(path, up)
+
+
+def _writers(path: str, pids: Sequence[int]) -> list[harness.Holder]:
     from tmuxlocd import identity
 
     try:
         target = os.path.realpath(path)
-        names = os.listdir("/proc")
     except OSError:
         return []
     uid, me = os.getuid(), os.getpid()
     out: list[harness.Holder] = []
-    for name in names:
-        if not name.isdigit() or int(name) == me:
+    for pid in pids:
+        if pid == me:
             continue
-        base = f"/proc/{name}"
+        base = f"/proc/{pid}"
         try:
             if os.stat(base).st_uid != uid:
                 continue
@@ -281,7 +297,7 @@ def transcript_writers(path: str) -> list[harness.Holder]:
             except OSError:
                 continue
             if harness.opened_for_writing(info):
-                stat = identity.read_stat(int(name))
+                stat = identity.read_stat(pid)
                 if stat is not None:
                     shared = identity.shared_server(stat.pid)
                     out.append(harness.Holder(stat.pid, stat.tty_nr, shared))
@@ -305,7 +321,13 @@ def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harn
     if (own is not None and own.tty_nr) or up > 0:
         debug(env, event, "the hook's tty or nearest ancestor's is no pane's")
         return harness.ABSENT
-    tty_nr, why = harness.writer_tty(transcript_writers(event.transcript))
+    # An ancestor of the hook (with no tty, or a server of several sessions, or the walk
+    # would not have led here) that writes the transcript settles it: a writer like that
+    # places nobody, beside any other (``harness.writer_tty``).  Codex's shared app-server
+    # writes every session's rollout itself, and this spares each of its hooks a scan of
+    # every process's descriptors.
+    holders = ancestor_writers(event.transcript, me) or transcript_writers(event.transcript)
+    tty_nr, why = harness.writer_tty(holders)
     if not tty_nr:
         debug(env, event, "no pane from the hook's tty or ancestors; " + why)
         return harness.ABSENT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,7 @@ from tmuxlocd.harness import (
     render,
     state_name,
 )
+from tmuxlocd.queries import SHARED_ANCESTOR
 
 REPO = str(Path(__file__).resolve().parents[2])
 
@@ -864,6 +866,75 @@ def test_transcript_writers_are_the_processes_writing_it(tmp_path: Path) -> None
         for p in (reader, writer, server):
             p.kill()
             p.wait()
+
+
+def test_ancestor_writers_are_only_the_ancestors_writing_it(tmp_path: Path) -> None:
+    from tmuxlocd import context
+
+    transcript = tmp_path / "rollout.jsonl"
+    transcript.write_bytes(b"")
+    # A parent holding the transcript for writing, its child holding nothing (the hook's
+    # place), and a stranger writing it too.
+    code = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen(['sleep', '60'])\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with transcript.open("ab") as w:
+        parent = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            pass_fds=(w.fileno(),),
+        )
+        stranger = subprocess.Popen(sleep, stdout=w)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        found = context.ancestor_writers(str(transcript), child)
+        assert [h.pid for h in found] == [parent.pid]
+        assert {h.pid for h in context.transcript_writers(str(transcript))} == {
+            parent.pid,
+            stranger.pid,
+        }
+        assert context.ancestor_writers(str(transcript), stranger.pid) == []
+    finally:
+        for p in (parent, stranger):
+            p.kill()
+            p.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
+
+
+def test_an_ancestor_writing_the_transcript_settles_it_without_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below Codex's shared app-server, which writes every rollout itself: nothing, and no
+    scan of every process."""
+    from tmuxlocd import context, identity
+
+    log = tmp_path / "log"
+    event = harness.HookEvent("codex", "UserPromptSubmit", harness.PROMPT, "s1", "", "/t.jsonl")
+    scanned: list[str] = []
+
+    def everyone(path: str) -> list[harness.Holder]:
+        scanned.append(path)
+        return []
+
+    me = os.getpid()
+    monkeypatch.setattr(context, "transcript_writers", everyone)
+    monkeypatch.setattr(context, "ancestor_writers", lambda *a: [harness.Holder(40, 0, True)])
+    monkeypatch.setattr(identity, "read_stat", lambda pid: identity.ProcStat(pid, 1, 0))
+    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: SHARED_ANCESTOR)
+    reading = context.read_by_transcript(event, {context.DEBUG_LOG: str(log)})
+    assert reading is harness.ABSENT and scanned == []
+    assert "the transcript's writers have no tty: pids [40]" in log.read_text()
+    assert f"pid={me}" in log.read_text()
+    # No ancestor writes it: every process is asked.
+    monkeypatch.setattr(context, "ancestor_writers", lambda *a: [])
+    assert context.read_by_transcript(event, {}) is harness.ABSENT
+    assert scanned == ["/t.jsonl"]
 
 
 def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
