@@ -9,6 +9,8 @@ opencode, its plugin); the provider settings point the harness at the stub.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,16 @@ import pytest
 
 from tests.e2e import npmcache
 from tests.e2e.panes import HarnessRig, Run
-from tests.e2e.stub_base import Block, Recorded, location_blocks, new_blocks
-from tests.e2e.stub_chat import MODEL, ChatStub, system_text
+from tests.e2e.stub_base import (
+    Block,
+    Recorded,
+    Text,
+    ToolCall,
+    Turn,
+    location_blocks,
+    new_blocks,
+)
+from tests.e2e.stub_chat import MODEL, ChatStub, system_text, tool_names, tool_results
 
 
 class ChatHarness:
@@ -101,7 +111,9 @@ class Copilot(ChatHarness):
             *(["--continue"] if again else []),
             "-p",
             prompt,
-            "--allow-all-tools",
+            # Every tool and path without asking (the split names the private tmux socket,
+            # outside the working directory).
+            "--allow-all",
         ]
 
 
@@ -198,3 +210,43 @@ def first_prompt_then_again(harness: ChatHarness) -> None:
         only_block(q.body, pane, hrig.diagnostics())
     added = new_blocks(first[-1].body, second[0].body)
     assert added == [], f"{added}\n{hrig.diagnostics()}"
+
+
+SHELL_TOOLS = {"copilot": "bash", "qwen": "run_shell_command", "opencode": "bash"}
+
+
+def neighbour(block: Block, direction: str) -> str:
+    m = re.search(rf"{direction} ([^;]+)", block.neighbors)
+    return m.group(1).strip() if m else ""
+
+
+def tool_call_splits_the_pane(harness: ChatHarness) -> None:
+    """The model's shell call splits the harness's pane from inside it: the request that
+    carries the call's result carries the changed location once more (the after-tool hook),
+    naming the new neighbour."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    split = shlex.join(hrig.tmux_argv("split-window", "-d", "-h", "-t", pane))
+    shell = SHELL_TOOLS[harness.name]
+
+    def decide(request: Recorded) -> Turn:
+        if tool_results(request.body) or shell not in tool_names(request.body):
+            return Text("done")
+        return ToolCall(shell, {"command": split, "description": "split the pane"})
+
+    harness.stub.decide = decide
+    _, requests = harness.prompt("split my pane")
+    results = [r for q in requests for r in tool_results(q.body)]
+    created = set(hrig.panes()) - {pane}
+    assert len(created) == 1, f"the shell call did not split the pane: {results}"
+    (new,) = created
+    first = only_block(requests[0].body, pane, hrig.diagnostics())
+    assert neighbour(first, "right") == "none"
+    after = [q for q in requests if tool_results(q.body)]
+    assert after, f"no request carried the tool's result\n{hrig.diagnostics()}"
+    added = new_blocks(requests[0].body, after[0].body)
+    assert len(added) == 1, f"{added}\n{hrig.diagnostics()}"
+    assert added[0].pane == pane and added[0].turn is not None
+    assert neighbour(added[0], "right") == new, f"{added[0].text}\n{hrig.diagnostics()}"
