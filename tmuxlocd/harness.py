@@ -108,6 +108,11 @@ REPLAYED: dict[str, frozenset[str]] = {
     "antigravity": frozenset((ORIGIN_TURN,)),
 }
 
+# The harnesses whose injected text lasts one turn: Antigravity CLI's ``ephemeralMessage``
+# step is in the model's context for that turn and not kept in the conversation (its hooks
+# documentation), so every turn's first model call is told the location.
+EPHEMERAL = frozenset(("antigravity",))
+
 # Copilot CLI's ``sessionStart`` sources (``new``, ``resume``) as the ones above.
 COPILOT_SOURCES = {"new": "startup", "resume": "resume"}
 
@@ -549,7 +554,7 @@ def holds(event: HookEvent, prior: State | None, rebuilt: bool) -> str:
     """What the model's history holds of the location when this event runs, as far as the
     session's state knows: what it was last told, unless the history was rebuilt since, or
     this session start begins a history without it."""
-    if prior is None or rebuilt:
+    if prior is None or rebuilt or event.harness in EPHEMERAL:
         return ""
     if event.kind != START:
         return prior.block
@@ -703,12 +708,13 @@ def render(harness: str, event_name: str, text: str) -> bytes:
     """The hook's stdout.  Claude Code, Codex, Gemini CLI and Qwen Code (and the opencode
     plugin) read ``{"hookSpecificOutput": {"hookEventName": <event>, "additionalContext":
     <text>}}`` for these events (Codex's schemas allow no other keys in that object); Copilot
-    CLI reads a top-level ``additionalContext``; Antigravity CLI, ``injectSteps``."""
+    CLI reads a top-level ``additionalContext``; Antigravity CLI, ``injectSteps`` with one
+    ``ephemeralMessage`` step."""
     quoted = encode_basestring(text)
     if harness == "copilot":
         out = f'{{"additionalContext": {quoted}}}\n'
     elif harness == "antigravity":
-        out = f'{{"injectSteps": [{{"systemMessage": {{"systemMessage": {quoted}}}}}]}}\n'
+        out = f'{{"injectSteps": [{{"ephemeralMessage": {quoted}}}]}}\n'
     else:
         out = (
             f'{{"hookSpecificOutput": {{"hookEventName": {encode_basestring(event_name)}, '

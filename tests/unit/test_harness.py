@@ -62,6 +62,9 @@ NAMES = {
     "antigravity": {START: "PreInvocation", PROMPT: "PreInvocation", TOOL: "PreInvocation"},
 }
 NAMES["gemini"][PRECOMPACT] = "PreCompress"
+# The harnesses whose history keeps what was told (Antigravity CLI's steps last one turn:
+# tests/unit/test_more_harnesses.py).
+PERSISTENT = tuple(h for h in harness.HARNESSES if h not in harness.EPHEMERAL)
 TRANSCRIPT = "/home/u/.gemini/tmp/p/chats/session-1.jsonl"
 
 
@@ -323,7 +326,7 @@ def test_tool_call_before_anything_was_told_asks_nothing() -> None:
     assert step_and_conclude(TOOL, None, None)[1].state is None
 
 
-@pytest.mark.parametrize("name", harness.HARNESSES)
+@pytest.mark.parametrize("name", PERSISTENT)
 def test_what_a_session_start_tells_counts_as_told(name: str) -> None:
     """The first prompt of a session carries nothing the session start already told."""
     ask, out = step_and_conclude(ev(START, name, "startup"), None, loc(A))
@@ -588,7 +591,7 @@ steps_strategy = st.lists(
 
 
 @settings(max_examples=400)
-@given(st.sampled_from(harness.HARNESSES), steps_strategy, st.sampled_from([0, 0, 700]))
+@given(st.sampled_from(PERSISTENT), steps_strategy, st.sampled_from([0, 0, 700]))
 def test_random_schedules(
     name: str, steps: list[tuple[tuple[str, str], Reading, int]], floor: int
 ) -> None:
@@ -623,7 +626,7 @@ def test_random_schedules(
 
 @settings(max_examples=300)
 @given(
-    st.sampled_from(harness.HARNESSES),
+    st.sampled_from(PERSISTENT),
     st.lists(st.sampled_from([(START, "resume"), (PROMPT, ""), (TOOL, ""), (PRECOMPACT, "")])),
 )
 def test_an_unchanged_location_is_told_once_a_session(

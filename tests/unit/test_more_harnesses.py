@@ -110,7 +110,7 @@ def test_each_harness_gets_its_own_output_shape() -> None:
     text = 'tmux location (turn 2):\nsession "a", pane 0 %3\n'
     assert json.loads(render("copilot", "postToolUse", text)) == {"additionalContext": text}
     assert json.loads(render("antigravity", "PreInvocation", text)) == {
-        "injectSteps": [{"systemMessage": {"systemMessage": text}}]
+        "injectSteps": [{"ephemeralMessage": text}]
     }
     for name in ("qwen", "opencode"):
         assert json.loads(render(name, "UserPromptSubmit", text)) == {
@@ -321,3 +321,25 @@ def test_doctor_opencode_plugin_that_is_not_ours() -> None:
         doctor.sources("opencode", False, HOME, CWD, ENV),
         {path: install.plugin_text(HOOK)},
     ) == [(HOOK[0], "exe"), (HOOK[2], "file")]
+
+
+def test_antigravity_is_told_every_turn_and_labelled() -> None:
+    """An ephemeral step lasts one turn: each turn's first model call is told the location,
+    unchanged or not, with its turn; the state keeps the turn count."""
+    from tmuxlocd.harness import Reading, conclude, plan
+
+    block = 'tmux location:\nsession s, window 0 "w", pane 0 %1\n'
+    prior = None
+    texts = []
+    for turn in (1, 2, 3):
+        payload = {"conversationId": "c-1", "invocationNum": 0}
+        event = parse_event("antigravity", data(payload), "PreInvocation")
+        assert event is not None
+        step = plan(event, prior, 1000 * turn, 0)
+        assert step.ask and step.etag == ""  # a full reading: no 304 to rely on
+        outcome = conclude(event, step, Reading("location", block, '"e"'), 1000 * turn)
+        texts.append(outcome.text)
+        prior = outcome.state
+    assert texts == [
+        f'tmux location (turn {n}):\nsession s, window 0 "w", pane 0 %1\n' for n in (1, 2, 3)
+    ]
