@@ -58,7 +58,8 @@ EVENTS: dict[str, dict[str, str]] = {
         "PreCompress": PRECOMPACT,
     },
     # GitHub Copilot CLI (1.0.102): camelCase events, and no event name on stdin: the hook's
-    # command line names it (``--event``).
+    # command line names it (``--event``).  ``install`` leaves ``sessionStart`` out (it runs
+    # concurrently with the first prompt's hook); it is still understood.
     "copilot": {"sessionStart": START, "userPromptSubmitted": PROMPT, "postToolUse": TOOL},
     # Qwen Code (0.24.4): Claude Code's events and fields.
     "qwen": {"SessionStart": START, "UserPromptSubmit": PROMPT, "PostToolUse": TOOL},

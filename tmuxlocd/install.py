@@ -64,7 +64,10 @@ HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
         ("AfterTool", SHELL_TOOL["gemini"]),
         ("PreCompress", None),
     ],
-    "copilot": [("sessionStart", None), ("userPromptSubmitted", None), ("postToolUse", None)],
+    # No sessionStart: Copilot CLI 1.0.102 runs it concurrently with the first prompt's hook
+    # (it waits for both only before the model request), so both would tell the location.
+    # The first prompt tells it; every prompt's text is kept in a resumed history.
+    "copilot": [("userPromptSubmitted", None), ("postToolUse", None)],
     "qwen": [
         ("SessionStart", None),
         ("UserPromptSubmit", None),
@@ -805,7 +808,8 @@ def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) ->
     elif harness == "copilot":
         steps.append(
             "Start a new Copilot CLI session (`copilot`); the hooks run in every session "
-            "(a repository's .github/hooks only in a trusted folder)."
+            "(a repository's .github/hooks only in a trusted folder).  The location arrives "
+            "with the first prompt."
         )
     elif harness == "qwen":
         steps.append(

@@ -35,6 +35,7 @@ class ChatHarness:
     name: str
     package: str
     version: str
+    told_at_start = True  # the first request's block is a session start's (no turn label)
 
     def __init__(self, hrig: HarnessRig, stub: ChatStub) -> None:
         self.hrig = hrig
@@ -88,6 +89,7 @@ class Copilot(ChatHarness):
     name = "copilot"
     package = "@github/copilot"
     version = "1.0.102"
+    told_at_start = False  # no sessionStart hook: the first prompt's tells it
 
     def binary(self) -> str:
         # The npm loader only finds and runs the native binary of the platform package.
@@ -194,15 +196,15 @@ def only_block(body: Any, pane: str, why: str) -> Block:
 
 def first_prompt_then_again(harness: ChatHarness) -> None:
     """The first prompt's every request holds the location once, naming the harness's pane
-    (told at the session's start); the same session continued with an unchanged location
-    adds no copy."""
+    (told at the session's start, or by the first prompt); the same session continued with
+    an unchanged location adds no copy."""
     hrig = harness.hrig
     hrig.start_daemon()
     harness.setup()
     pane = hrig.first_pane
     _, first = harness.prompt("first prompt")
     block = only_block(first[0].body, pane, hrig.diagnostics())
-    assert block.turn is None  # told with the session's start
+    assert block.turn == (None if harness.told_at_start else 1)
     for q in first[1:]:
         only_block(q.body, pane, hrig.diagnostics())
     _, second = harness.prompt("second prompt", again=True)

@@ -48,7 +48,10 @@ from tests.tmuxtest import TmuxServer, poll  # noqa: E402
 
 PROMPT_1 = "hello RUNSHELL: tmux split-window -d"
 PROMPT_2 = "again"
-HEAD = re.compile(r"tmux location(?: \(turn (\d+)\))?:\\?n?")
+# A location block: its head and the lines of the text form after it.
+BLOCK = re.compile(
+    r"tmux location(?: \(turn \d+\))?:\n(?:(?:session |window active=|neighbors: )[^\n]*(?:\n|$))*"
+)
 PANE = re.compile(r"pane \d+ (%\d+)")
 
 
@@ -123,15 +126,19 @@ def commands(harness: str, binary: str) -> list[list[str]]:
 
 
 def blocks(body: Any) -> list[tuple[int, str, str, str]]:
-    """Each location block in a request: (message index, role, pane, first line)."""
+    """Each location block in a request: (message index, role, pane, head and size)."""
     found = []
     for i, message in enumerate(body.get("messages") or []):
-        text = json.dumps(message.get("content"), ensure_ascii=False)
-        for match in HEAD.finditer(text):
-            rest = text[match.end() : match.end() + 200]
-            pane = PANE.search(rest)
-            line = text[match.start() : match.end() + 60].split("\\n")[0]
-            found.append((i, str(message.get("role")), pane.group(1) if pane else "?", line))
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [content]
+        for part in parts:
+            text = part.get("text", "") if isinstance(part, dict) else str(part or "")
+            for match in BLOCK.finditer(text):
+                head = match.group(0).split("\n", 1)[0]
+                pane = PANE.search(match.group(0))
+                where = pane.group(1) if pane else "?"
+                size = len(match.group(0).encode())
+                found.append((i, str(message.get("role")), where, f"{head} ({size} bytes)"))
     return found
 
 

@@ -151,7 +151,8 @@ def test_copilot_install_writes_its_own_hooks_file_and_mcp_entry() -> None:
     after = plan("copilot", remove=False)
     hooks = json.loads(after[HOME / ".copilot" / "hooks" / "tmuxlocd.json"])
     assert list(hooks) == ["version", "hooks"] and hooks["version"] == 1
-    assert list(hooks["hooks"]) == ["sessionStart", "userPromptSubmitted", "postToolUse"]
+    # No sessionStart: Copilot runs it concurrently with the first prompt's hook.
+    assert list(hooks["hooks"]) == ["userPromptSubmitted", "postToolUse"]
     for event, entries in hooks["hooks"].items():
         assert entries == [
             {
