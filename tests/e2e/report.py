@@ -20,6 +20,7 @@ from typing import Any
 # The scenarios in the order of the list.
 ORDER = (
     "first_prompt_then_resume",
+    "interactive_prompts",
     "split_from_outside",
     "tool_call_splits_the_pane",
     "outside_a_pane",

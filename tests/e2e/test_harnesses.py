@@ -20,12 +20,14 @@ from tests.e2e.stub_base import (
     Decide,
     Recorded,
     StubServer,
+    Text,
     always_text,
     location_blocks,
     location_bytes,
     new_blocks,
     strings,
 )
+from tests.tmuxtest import poll
 
 
 @pytest.fixture(params=sorted(DRIVERS))
@@ -164,6 +166,51 @@ def test_first_prompt_then_resume(world: World) -> None:
     # Each run's session start ran the hook: the resumed runs were told through it.
     starts = [h for h in world.hrig.hook_runs() if h.event == "SessionStart"]
     assert len(starts) == 3, world.why()
+    world.record()
+
+
+def test_interactive_prompts(world: World) -> None:
+    """2 and 3 in one interactive session (the TUI, typed into with send-keys): a second,
+    unchanged prompt adds nothing; after a split from outside the next prompt adds one block
+    naming the new neighbour."""
+    hrig, pane = world.hrig, world.hrig.first_pane
+    hrig.start_daemon()
+    world.driver.prepare_tui(hrig)
+    replies = iter(range(1, 100))
+    world.script(lambda _: Text(f"reply-{next(replies)}"))
+    env = world.driver.env(hrig, world.stub)
+    tag = hrig.start_in_pane(pane, world.driver.tui_argv(), env, interactive=True)
+    poll(
+        lambda: any(h.event == "SessionStart" for h in hrig.hook_runs()),
+        60,
+        "the TUI's session start",
+    )
+
+    def prompt(text: str, n: int) -> Recorded:
+        hrig.send_keys(pane, "-l", text)
+        hrig.wait_screen(pane, text)
+        hrig.send_keys(pane, "Enter")  # apart from the text: else it may be taken as pasted
+        hrig.wait_screen(pane, f"reply-{n}")  # answered, and the TUI idle again
+        (q,) = [q for q in world.stub.model_requests() if text in "".join(strings(q.body))]
+        return q
+
+    first = prompt("first prompt", 1)
+    only_block(first.body, pane, world.why())
+    second = prompt("second prompt", 2)
+    only_block(second.body, pane, world.why())
+    assert new_blocks(first.body, second.body) == [], world.why()
+    new = hrig.split(pane, "-h")
+    hrig.rig.sync()
+    third = prompt("third prompt", 3)
+    added = new_blocks(second.body, third.body)
+    assert len(added) == 1, f"{added}\n{world.why()}"
+    assert added[0].pane == pane and added[0].turn is not None, added[0].text
+    assert neighbour(added[0], "right") == new, f"{added[0].text}\n{world.why()}"
+    hrig.send_keys(pane, "-l", world.driver.quit_command)
+    hrig.wait_screen(pane, world.driver.quit_command)
+    hrig.send_keys(pane, "Enter")
+    run = hrig.wait(tag, 60)
+    world.runs.append((run, [first, second, third]))
     world.record()
 
 
