@@ -24,7 +24,6 @@ import shlex
 import signal
 import statistics
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +116,7 @@ def setup_codex(
     *,
     features: dict[str, bool] | None = None,
     wait_for_mcp: bool = False,
+    trust: bool = True,
 ) -> Codex:
     binary = codex_binary()
     home = hrig.home / ".codex"
@@ -150,9 +150,10 @@ def setup_codex(
         assert "[mcp_servers.tmux]\n" in text, text
         text = text.replace("[mcp_servers.tmux]\n", "[mcp_servers.tmux]\nrequired = true\n")
     config.write_text(head + text + tail)
-    trust_hooks(home)
-    found = hrig.tmuxlocd("doctor", "codex")
-    assert "trusted: 3 of 3 hook commands" in found.stdout, found.stdout
+    if trust:
+        trust_hooks(home)
+        found = hrig.tmuxlocd("doctor", "codex")
+        assert "trusted: 3 of 3 hook commands" in found.stdout, found.stdout
     return Codex(hrig, stub, binary, home)
 
 
@@ -245,6 +246,23 @@ class Rows:
 
 # ----------------------------------------------------------------------------------------------
 # codex exec
+
+
+def test_exec_runs_no_hook_until_it_is_trusted(hrig: HarnessRig, stub: ResponsesStub) -> None:
+    """Codex skips untrusted hooks silently (``codex exec`` never asks); the doctor says so
+    and how to trust; once the trust is recorded the same hooks run."""
+    cx = setup_codex(hrig, stub, trust=False)
+    hrig.start_daemon()
+    found = hrig.tmuxlocd("doctor", "codex")
+    assert "never trusted: SessionStart, UserPromptSubmit, PostToolUse" in found.stdout
+    assert "open /hooks and trust" in found.stdout, found.stdout
+    cx.exec_in_pane(hrig.first_pane, "before the trust")
+    assert hrig.hook_runs() == [] and added(stub.model_requests()) == []
+    trust_hooks(cx.home)
+    before = len(stub.model_requests())
+    cx.exec_in_pane(hrig.first_pane, "after the trust")
+    assert {r.event for r in hrig.hook_runs()} == {"SessionStart", "UserPromptSubmit"}
+    assert panes_of(added(stub.model_requests()[before:])) == [hrig.first_pane]
 
 
 @pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
@@ -461,15 +479,15 @@ def end_app_server(codex_home: Path) -> None:
     pids = app_server_pids(codex_home)
     for pid in pids:
         os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while pids and time.monotonic() < deadline:
-        pids = [p for p in pids if os.path.exists(f"/proc/{p}") and not _zombie(p)]
-        time.sleep(0.05)
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
+    try:
+        poll(lambda: all(_ended(p) for p in pids), 10, "the shared app-server to exit")
+    except AssertionError:
+        for pid in app_server_pids(codex_home):  # still running from this HOME
+            os.kill(pid, signal.SIGKILL)
 
 
-def _zombie(pid: int) -> bool:
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie (its parent, the first TUI, may be gone too, or not reap it)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().rpartition(b")")[2].split()[0] == b"Z"
