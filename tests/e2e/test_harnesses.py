@@ -206,12 +206,24 @@ def test_interactive_prompts(world: World) -> None:
     assert len(added) == 1, f"{added}\n{world.why()}"
     assert added[0].pane == pane and added[0].turn is not None, added[0].text
     assert neighbour(added[0], "right") == new, f"{added[0].text}\n{world.why()}"
-    hrig.send_keys(pane, "-l", world.driver.quit_command)
-    hrig.wait_screen(pane, world.driver.quit_command)
-    hrig.send_keys(pane, "Enter")
-    run = hrig.wait(tag, 60)
+    run = quit_tui(world, pane, tag)
     world.runs.append((run, [first, second, third]))
     world.record()
+
+
+def quit_tui(world: World, pane: str, tag: str) -> Run:
+    """Type the TUI's quit command.  An Enter can land on the command's completion menu
+    (which then completes instead of running it): Enter again until the program exits."""
+    hrig = world.hrig
+    hrig.send_keys(pane, "-l", world.driver.quit_command)
+    hrig.wait_screen(pane, world.driver.quit_command)
+    for _ in range(4):
+        hrig.send_keys(pane, "Enter")
+        try:
+            return hrig.wait(tag, 15)
+        except AssertionError:
+            continue
+    raise AssertionError(f"the TUI did not quit; its screen:\n{hrig.screen(pane)}")
 
 
 def test_split_from_outside(world: World) -> None:
