@@ -407,17 +407,27 @@ def submit(cx: Codex, pane: str, prompt: str) -> list[Recorded]:
     return [r for r in cx.stub.model_requests() if prompt in user_texts(r.body)]
 
 
+def quit_tui(cx: Codex, pane: str) -> None:
+    """``/quit`` typed into the TUI; returns once its pane has closed."""
+    hrig = cx.hrig
+    hrig.rig.tmux.run("send-keys", "-t", pane, "-l", "/quit")
+    poll(lambda: "/quit" in capture(hrig, pane), 30, f"/quit typed in {pane}", interval=0.05)
+    hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
+    poll(lambda: pane not in hrig.panes(), 30, f"{pane} to close", interval=0.1)
+
+
 def answer_each(decide_for: dict[str, Decide]) -> Decide:
-    """A model that answers ``answer to <prompt>`` for the prompt it was given, after
-    whatever ``decide_for[prompt]`` asks first."""
+    """A model that answers ``answer to <prompt>`` to the prompt of the turn (the last user
+    message: the history holds the earlier ones), after whatever ``decide_for[prompt]`` asks
+    first."""
 
     def decide(request: Recorded) -> Turn:
         texts = user_texts(request.body)
-        for prompt, inner in decide_for.items():
-            if prompt in texts:
-                turn = inner(request)
-                return Text(f"answer to {prompt}") if isinstance(turn, Text) else turn
-        return Text("ok")
+        inner = decide_for.get(texts[-1]) if texts else None
+        if inner is None:
+            return Text("ok")  # a side request (a thread's title), or no prompt of ours
+        turn = inner(request)
+        return Text(f"answer to {texts[-1]}") if isinstance(turn, Text) else turn
 
     return decide
 
@@ -504,13 +514,21 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     a = hrig.first_pane
     b = hrig.split(a)
     prompt_a, prompt_b = "hello from the left pane", "hello from the right pane"
-    stub.decide = answer_each({prompt_a: always_text, prompt_b: mcp_then_text})
+    prompt_later = "hello again once the left one quit"
+    stub.decide = answer_each(
+        {prompt_a: always_text, prompt_b: mcp_then_text, prompt_later: always_text}
+    )
     try:
         start_tui(cx, a)
         got_a = submit(cx, a, prompt_a)
         start_tui(cx, b)
         got_b = submit(cx, b, prompt_b)
         tree, procs = process_tree(cx)
+        # The TUI that started the shared server quits (its pane closes with it): the server
+        # lives on, re-parented, and the other TUI's next prompt is still its own or nothing.
+        quit_tui(cx, a)
+        later = submit(cx, b, prompt_later)
+        tree_later, _ = process_tree(cx)
     finally:
         # The TUIs end with the tmux server (cleanup); the shared server outlives them.
         hrig.rig.tmux.run("kill-server", check=False)
@@ -529,6 +547,13 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
 
     told_a = [bl for r in got_a for bl in told(r.body)]
     told_b = [bl for r in got_b for bl in told(r.body)]
+    told_later = added(later, got_b[-1].body)
+    print(f"after the first TUI quit:\n{tree_later}")
+    assert set(panes_of(told_later)) <= {b}, f"{tree_later}\n{hrig.diagnostics()}"
+    if not shared:
+        # Alone in its window now: its new neighbours, told once.
+        assert panes_of(told_later) == [b], hrig.diagnostics()
+        assert "left none" in told_later[0].neighbors, told_later[0].text
     detail = f"process tree:\n{tree}\n{hrig.diagnostics()}"
     # The hooks did run, for both sessions: what the models got is their answer.
     events: dict[str, set[str]] = {}
