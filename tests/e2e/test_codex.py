@@ -448,8 +448,8 @@ class Proc:
 
 
 def process_tree(codex: Codex) -> tuple[str, list[Proc]]:
-    """``ps -o pid,ppid,sid,tty,args`` of this test's Codex processes (its binary, or the
-    copy the shared server runs from this HOME) and their children, as text and parsed."""
+    """``ps -o pid,ppid,sid,tty,args`` of this test's Codex processes (the TUIs in its panes,
+    the copy the shared server runs from its HOME) and their children, as text and parsed."""
     out = subprocess.run(
         ["ps", "-ww", "-eo", "pid,ppid,sid,tty,args"], capture_output=True, text=True, check=True
     ).stdout
@@ -458,8 +458,14 @@ def process_tree(codex: Codex) -> tuple[str, list[Proc]]:
     for line in lines:
         pid, ppid, sid, tty, args = line.split(None, 4)
         everyone.append(Proc(int(pid), int(ppid), int(sid), tty, args))
+    # The TUIs are the panes' own processes (``exec``): other runs of the same binary (a
+    # test beside this one) are not this test's.
+    panes = codex.hrig.rig.tmux.run("list-panes", "-a", "-F", "#{pane_pid}", check=False)
+    tuis = {int(pid) for pid in panes.split()}
     ours = {
-        p.pid for p in everyone if str(codex.home) in p.args or p.args.startswith(str(codex.binary))
+        p.pid
+        for p in everyone
+        if str(codex.home) in p.args or (p.pid in tuis and p.args.startswith(str(codex.binary)))
     }
     rows = [p for p in everyone if p.pid in ours or p.ppid in ours]
     text = "\n".join(
