@@ -59,7 +59,6 @@ class HarnessRig:
         self.hook_log = self.root / "hooks.jsonl"
         self.debug_log = self.root / "context.log"
         self.daemon: Daemon | None = None
-        self.extra_env: dict[str, str] = {}
         self.rig.start_tmux(**self._env_base())
         self.first_pane = self.rig.tmux.display("main", "#{pane_id}")
 
@@ -76,7 +75,7 @@ class HarnessRig:
 
     def env(self, **extra: str) -> dict[str, str]:
         (self.root / "run").mkdir(mode=0o700, exist_ok=True)
-        return self.rig.env(**self._env_base(), **self.extra_env, **extra)
+        return self.rig.env(**self._env_base(), **extra)
 
     # -- daemon -----------------------------------------------------------------------------
 
@@ -264,10 +263,6 @@ def wrap_hooks(path: Path, log: Path) -> None:
                 if hook.get("type") == "command" and "hookclock" not in hook["command"]:
                     hook["command"] = shlex.join(prefix) + " " + hook["command"]
     path.write_text(json.dumps(data, indent=2) + "\n")
-
-
-def session_files(directory: Path, suffix: str) -> list[Path]:
-    return sorted(directory.rglob(f"*{suffix}")) if directory.exists() else []
 
 
 def report(record: Mapping[str, Any]) -> None:
