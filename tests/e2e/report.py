@@ -24,6 +24,7 @@ ORDER = (
     "split_from_outside",
     "tool_call_splits_the_pane",
     "outside_a_pane",
+    "outside_a_pane, foreign pty",
     "daemon_down",
     "two_sessions_two_panes",
     "mcp_where_am_i",

@@ -5,7 +5,10 @@ recorded request bodies, and adds a row to the report (``$TMUXLOCD_E2E_REPORT``)
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import shutil
 import statistics
 from collections.abc import Iterator
 from typing import Any
@@ -65,9 +68,14 @@ class World:
         )
         return self._done(run, before)
 
-    def prompt_outside(self, text: str) -> list[Recorded]:
+    def prompt_outside(self, text: str, *, pty: bool = False) -> list[Recorded]:
+        """A run in no pane: no tty at all, or (``pty``) a terminal of its own that is no
+        pane's (``script`` allocates it), as in a terminal window beside tmux."""
         before = len(self.stub.model_requests())
-        run = self.hrig.run_outside(self.driver.argv(text), self.driver.env(self.hrig, self.stub))
+        argv = self.driver.argv(text)
+        if pty:
+            argv = ["script", "-qec", shlex.join(argv), os.devnull]
+        run = self.hrig.run_outside(argv, self.driver.env(self.hrig, self.stub))
         return self._done(run, before)
 
     def _done(self, run: Run, before: int) -> list[Recorded]:
@@ -266,11 +274,16 @@ def test_tool_call_splits_the_pane(world: World) -> None:
     world.record()
 
 
-def test_outside_a_pane(world: World) -> None:
-    """5: in no pane (a new session, no tty, no $TMUX) nothing is told, though the hooks
-    ran."""
+@pytest.mark.parametrize("terminal", ["no tty", "foreign pty"])
+def test_outside_a_pane(world: World, terminal: str) -> None:
+    """5: in no pane (a new session with no tty, or on a pty of its own; no $TMUX) nothing is
+    told, though the hooks ran."""
+    if terminal == "foreign pty" and shutil.which("script") is None:
+        pytest.skip("script (util-linux) is not installed")
     world.hrig.start_daemon()
-    requests = world.prompt_outside("no pane here")
+    if terminal != "no tty":
+        world.scenario += f", {terminal}"
+    requests = world.prompt_outside("no pane here", pty=terminal == "foreign pty")
     for q in requests:
         assert location_blocks(q.body) == [], world.why()
     assert world.hrig.hook_runs(), "the hooks did not run at all"
