@@ -48,6 +48,15 @@ class Driver:
         """What ``argv(resume=...)`` takes to resume the session last run."""
         raise NotImplementedError
 
+    # The interactive program (its TUI, driven with send-keys).
+    quit_command = "/quit"
+
+    def tui_argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def prepare_tui(self, hrig: HarnessRig) -> None:
+        """What the TUI asks once on a new machine, answered in the HOME beforehand."""
+
     # -- reading requests -------------------------------------------------------------------
 
     def tool_names(self, body: Any) -> list[str]:
@@ -84,6 +93,9 @@ class Driver:
 # ----------------------------------------------------------------------------------------------
 
 
+CLAUDE_KEY = "sk-ant-fake-key-for-a-stub"
+
+
 class Claude(Driver):
     name = "claude"
     package = "@anthropic-ai/claude-code"
@@ -109,7 +121,7 @@ class Claude(Driver):
     def env(self, hrig: HarnessRig, stub: StubServer) -> dict[str, str]:
         return hrig.env(
             ANTHROPIC_BASE_URL=stub.url,
-            ANTHROPIC_API_KEY="sk-ant-fake",
+            ANTHROPIC_API_KEY=CLAUDE_KEY,
             DISABLE_AUTOUPDATER="1",
             DISABLE_TELEMETRY="1",
             DISABLE_ERROR_REPORTING="1",
@@ -120,6 +132,23 @@ class Claude(Driver):
         # The prompt before --allowedTools: that option takes every word after it.
         again = ["--resume", resume] if resume else []
         return [self.binary(), "-p", prompt, *again, "--allowedTools", "Bash", "mcp__tmux"]
+
+    quit_command = "/exit"
+
+    def tui_argv(self) -> list[str]:
+        return [self.binary(), "--allowedTools", "Bash", "mcp__tmux"]
+
+    def prepare_tui(self, hrig: HarnessRig) -> None:
+        # ~/.claude.json (written by `claude mcp add` in setup): onboarding done, the API key
+        # approved (by its last 20 characters), the folder trusted.
+        path = hrig.home / ".claude.json"
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data["hasCompletedOnboarding"] = True
+        data["customApiKeyResponses"] = {"approved": [CLAUDE_KEY[-20:]], "rejected": []}
+        data.setdefault("projects", {}).setdefault(str(hrig.work), {})["hasTrustDialogAccepted"] = (
+            True
+        )
+        path.write_text(json.dumps(data, indent=2))
 
     def last_session(self, hrig: HarnessRig) -> str:
         files = sorted(
@@ -197,6 +226,9 @@ class Gemini(Driver):
     def argv(self, prompt: str, *, resume: str | None = None) -> list[str]:
         again = ["--resume", resume] if resume else []
         return [self.binary(), *again, "--approval-mode", "yolo", "-p", prompt]
+
+    def tui_argv(self) -> list[str]:
+        return [self.binary(), "--approval-mode", "yolo"]
 
     def last_session(self, hrig: HarnessRig) -> str:
         return "latest"  # the HOME is this test's: its latest session is the one just run

@@ -59,7 +59,6 @@ class HarnessRig:
         self.hook_log = self.root / "hooks.jsonl"
         self.debug_log = self.root / "context.log"
         self.daemon: Daemon | None = None
-        self.extra_env: dict[str, str] = {}
         self.rig.start_tmux(**self._env_base())
         self.first_pane = self.rig.tmux.display("main", "#{pane_id}")
 
@@ -76,7 +75,7 @@ class HarnessRig:
 
     def env(self, **extra: str) -> dict[str, str]:
         (self.root / "run").mkdir(mode=0o700, exist_ok=True)
-        return self.rig.env(**self._env_base(), **self.extra_env, **extra)
+        return self.rig.env(**self._env_base(), **extra)
 
     # -- daemon -----------------------------------------------------------------------------
 
@@ -134,7 +133,9 @@ class HarnessRig:
     def panes(self) -> list[str]:
         return self.rig.tmux.run("list-panes", "-a", "-F", "#{pane_id}").split()
 
-    def _script(self, argv: Sequence[str], env: Mapping[str, str], tag: str) -> Path:
+    def _script(
+        self, argv: Sequence[str], env: Mapping[str, str], tag: str, interactive: bool = False
+    ) -> Path:
         lines = ["cd " + shlex.quote(str(self.work))]
         for k, v in sorted(env.items()):
             if k in ("TMUX", "TMUX_PANE") or not k.isidentifier():
@@ -142,22 +143,40 @@ class HarnessRig:
             lines.append(f"export {k}={shlex.quote(v)}")
         out, err, rc = (self.root / f"{tag}.{x}" for x in ("out", "err", "rc"))
         cmd = " ".join(shlex.quote(a) for a in argv)
-        lines.append(f"{cmd} </dev/null >{out} 2>{err}")
+        if interactive:  # on the pane's tty, as a user runs it; stderr kept for a failure
+            lines.append(f"{cmd} 2>{err}; s=$?; : >{out}; (exit $s)")
+        else:
+            lines.append(f"{cmd} </dev/null >{out} 2>{err}")
         lines.append(f"echo $? >{rc}.tmp; mv {rc}.tmp {rc}")
         script = self.root / f"{tag}.sh"
         script.write_text("\n".join(lines) + "\n")
         return script
 
     def start_in_pane(
-        self, pane: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+        self,
+        pane: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        interactive: bool = False,
     ) -> str:
         """Type ``sh <script>`` into ``pane``'s shell: the harness runs in the foreground of
-        that pane, on its tty.  Returns a tag for ``wait``."""
+        that pane, on its tty (``interactive``: stdin and stdout too, for a TUI driven with
+        ``send_keys``).  Returns a tag for ``wait``."""
         tag = f"r{time.monotonic_ns()}"
-        script = self._script(argv, env if env is not None else self.env(), tag)
+        script = self._script(argv, env if env is not None else self.env(), tag, interactive)
         (self.root / f"{tag}.start").write_text(str(time.monotonic()))
         self.rig.tmux.run("send-keys", "-t", pane, f"sh {script}", "Enter")
         return tag
+
+    def send_keys(self, pane: str, *keys: str) -> None:
+        self.rig.tmux.run("send-keys", "-t", pane, *keys)
+
+    def screen(self, pane: str) -> str:
+        return self.rig.tmux.run("capture-pane", "-p", "-t", pane)
+
+    def wait_screen(self, pane: str, text: str, timeout: float = 60.0) -> None:
+        poll(lambda: text in self.screen(pane), timeout, f"{text!r} on {pane}", interval=0.1)
 
     def wait(self, tag: str, timeout: float = 180.0) -> Run:
         rc = self.root / f"{tag}.rc"
@@ -244,10 +263,6 @@ def wrap_hooks(path: Path, log: Path) -> None:
                 if hook.get("type") == "command" and "hookclock" not in hook["command"]:
                     hook["command"] = shlex.join(prefix) + " " + hook["command"]
     path.write_text(json.dumps(data, indent=2) + "\n")
-
-
-def session_files(directory: Path, suffix: str) -> list[Path]:
-    return sorted(directory.rglob(f"*{suffix}")) if directory.exists() else []
 
 
 def report(record: Mapping[str, Any]) -> None:

@@ -20,9 +20,11 @@ from typing import Any
 # The scenarios in the order of the list.
 ORDER = (
     "first_prompt_then_resume",
+    "interactive_prompts",
     "split_from_outside",
     "tool_call_splits_the_pane",
     "outside_a_pane",
+    "outside_a_pane, foreign pty",
     "daemon_down",
     "two_sessions_two_panes",
     "mcp_where_am_i",

@@ -24,7 +24,6 @@ import shlex
 import signal
 import statistics
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +116,7 @@ def setup_codex(
     *,
     features: dict[str, bool] | None = None,
     wait_for_mcp: bool = False,
+    trust: bool = True,
 ) -> Codex:
     binary = codex_binary()
     home = hrig.home / ".codex"
@@ -150,9 +150,10 @@ def setup_codex(
         assert "[mcp_servers.tmux]\n" in text, text
         text = text.replace("[mcp_servers.tmux]\n", "[mcp_servers.tmux]\nrequired = true\n")
     config.write_text(head + text + tail)
-    trust_hooks(home)
-    found = hrig.tmuxlocd("doctor", "codex")
-    assert "trusted: 3 of 3 hook commands" in found.stdout, found.stdout
+    if trust:
+        trust_hooks(home)
+        found = hrig.tmuxlocd("doctor", "codex")
+        assert "trusted: 3 of 3 hook commands" in found.stdout, found.stdout
     return Codex(hrig, stub, binary, home)
 
 
@@ -245,6 +246,23 @@ class Rows:
 
 # ----------------------------------------------------------------------------------------------
 # codex exec
+
+
+def test_exec_runs_no_hook_until_it_is_trusted(hrig: HarnessRig, stub: ResponsesStub) -> None:
+    """Codex skips untrusted hooks silently (``codex exec`` never asks); the doctor says so
+    and how to trust; once the trust is recorded the same hooks run."""
+    cx = setup_codex(hrig, stub, trust=False)
+    hrig.start_daemon()
+    found = hrig.tmuxlocd("doctor", "codex")
+    assert "never trusted: SessionStart, UserPromptSubmit, PostToolUse" in found.stdout
+    assert "open /hooks and trust" in found.stdout, found.stdout
+    cx.exec_in_pane(hrig.first_pane, "before the trust")
+    assert hrig.hook_runs() == [] and added(stub.model_requests()) == []
+    trust_hooks(cx.home)
+    before = len(stub.model_requests())
+    cx.exec_in_pane(hrig.first_pane, "after the trust")
+    assert {r.event for r in hrig.hook_runs()} == {"SessionStart", "UserPromptSubmit"}
+    assert panes_of(added(stub.model_requests()[before:])) == [hrig.first_pane]
 
 
 @pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
@@ -389,17 +407,27 @@ def submit(cx: Codex, pane: str, prompt: str) -> list[Recorded]:
     return [r for r in cx.stub.model_requests() if prompt in user_texts(r.body)]
 
 
+def quit_tui(cx: Codex, pane: str) -> None:
+    """``/quit`` typed into the TUI; returns once its pane has closed."""
+    hrig = cx.hrig
+    hrig.rig.tmux.run("send-keys", "-t", pane, "-l", "/quit")
+    poll(lambda: "/quit" in capture(hrig, pane), 30, f"/quit typed in {pane}", interval=0.05)
+    hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
+    poll(lambda: pane not in hrig.panes(), 30, f"{pane} to close", interval=0.1)
+
+
 def answer_each(decide_for: dict[str, Decide]) -> Decide:
-    """A model that answers ``answer to <prompt>`` for the prompt it was given, after
-    whatever ``decide_for[prompt]`` asks first."""
+    """A model that answers ``answer to <prompt>`` to the prompt of the turn (the last user
+    message: the history holds the earlier ones), after whatever ``decide_for[prompt]`` asks
+    first."""
 
     def decide(request: Recorded) -> Turn:
         texts = user_texts(request.body)
-        for prompt, inner in decide_for.items():
-            if prompt in texts:
-                turn = inner(request)
-                return Text(f"answer to {prompt}") if isinstance(turn, Text) else turn
-        return Text("ok")
+        inner = decide_for.get(texts[-1]) if texts else None
+        if inner is None:
+            return Text("ok")  # a side request (a thread's title), or no prompt of ours
+        turn = inner(request)
+        return Text(f"answer to {texts[-1]}") if isinstance(turn, Text) else turn
 
     return decide
 
@@ -420,8 +448,8 @@ class Proc:
 
 
 def process_tree(codex: Codex) -> tuple[str, list[Proc]]:
-    """``ps -o pid,ppid,sid,tty,args`` of this test's Codex processes (its binary, or the
-    copy the shared server runs from this HOME) and their children, as text and parsed."""
+    """``ps -o pid,ppid,sid,tty,args`` of this test's Codex processes (the TUIs in its panes,
+    the copy the shared server runs from its HOME) and their children, as text and parsed."""
     out = subprocess.run(
         ["ps", "-ww", "-eo", "pid,ppid,sid,tty,args"], capture_output=True, text=True, check=True
     ).stdout
@@ -430,8 +458,14 @@ def process_tree(codex: Codex) -> tuple[str, list[Proc]]:
     for line in lines:
         pid, ppid, sid, tty, args = line.split(None, 4)
         everyone.append(Proc(int(pid), int(ppid), int(sid), tty, args))
+    # The TUIs are the panes' own processes (``exec``): other runs of the same binary (a
+    # test beside this one) are not this test's.
+    panes = codex.hrig.rig.tmux.run("list-panes", "-a", "-F", "#{pane_pid}", check=False)
+    tuis = {int(pid) for pid in panes.split()}
     ours = {
-        p.pid for p in everyone if str(codex.home) in p.args or p.args.startswith(str(codex.binary))
+        p.pid
+        for p in everyone
+        if str(codex.home) in p.args or (p.pid in tuis and p.args.startswith(str(codex.binary)))
     }
     rows = [p for p in everyone if p.pid in ours or p.ppid in ours]
     text = "\n".join(
@@ -461,15 +495,15 @@ def end_app_server(codex_home: Path) -> None:
     pids = app_server_pids(codex_home)
     for pid in pids:
         os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while pids and time.monotonic() < deadline:
-        pids = [p for p in pids if os.path.exists(f"/proc/{p}") and not _zombie(p)]
-        time.sleep(0.05)
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
+    try:
+        poll(lambda: all(_ended(p) for p in pids), 10, "the shared app-server to exit")
+    except AssertionError:
+        for pid in app_server_pids(codex_home):  # still running from this HOME
+            os.kill(pid, signal.SIGKILL)
 
 
-def _zombie(pid: int) -> bool:
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie (its parent, the first TUI, may be gone too, or not reap it)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().rpartition(b")")[2].split()[0] == b"Z"
@@ -486,13 +520,21 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     a = hrig.first_pane
     b = hrig.split(a)
     prompt_a, prompt_b = "hello from the left pane", "hello from the right pane"
-    stub.decide = answer_each({prompt_a: always_text, prompt_b: mcp_then_text})
+    prompt_later = "hello again once the left one quit"
+    stub.decide = answer_each(
+        {prompt_a: always_text, prompt_b: mcp_then_text, prompt_later: always_text}
+    )
     try:
         start_tui(cx, a)
         got_a = submit(cx, a, prompt_a)
         start_tui(cx, b)
         got_b = submit(cx, b, prompt_b)
         tree, procs = process_tree(cx)
+        # The TUI that started the shared server quits (its pane closes with it): the server
+        # lives on, re-parented, and the other TUI's next prompt is still its own or nothing.
+        quit_tui(cx, a)
+        later = submit(cx, b, prompt_later)
+        tree_later, _ = process_tree(cx)
     finally:
         # The TUIs end with the tmux server (cleanup); the shared server outlives them.
         hrig.rig.tmux.run("kill-server", check=False)
@@ -511,6 +553,13 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
 
     told_a = [bl for r in got_a for bl in told(r.body)]
     told_b = [bl for r in got_b for bl in told(r.body)]
+    told_later = added(later, got_b[-1].body)
+    print(f"after the first TUI quit:\n{tree_later}")
+    assert set(panes_of(told_later)) <= {b}, f"{tree_later}\n{hrig.diagnostics()}"
+    if not shared:
+        # Alone in its window now: its new neighbours, told once.
+        assert panes_of(told_later) == [b], hrig.diagnostics()
+        assert "left none" in told_later[0].neighbors, told_later[0].text
     detail = f"process tree:\n{tree}\n{hrig.diagnostics()}"
     # The hooks did run, for both sessions: what the models got is their answer.
     events: dict[str, set[str]] = {}

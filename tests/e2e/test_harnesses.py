@@ -5,7 +5,10 @@ recorded request bodies, and adds a row to the report (``$TMUXLOCD_E2E_REPORT``)
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import shutil
 import statistics
 from collections.abc import Iterator
 from typing import Any
@@ -20,12 +23,14 @@ from tests.e2e.stub_base import (
     Decide,
     Recorded,
     StubServer,
+    Text,
     always_text,
     location_blocks,
     location_bytes,
     new_blocks,
     strings,
 )
+from tests.tmuxtest import poll
 
 
 @pytest.fixture(params=sorted(DRIVERS))
@@ -63,9 +68,14 @@ class World:
         )
         return self._done(run, before)
 
-    def prompt_outside(self, text: str) -> list[Recorded]:
+    def prompt_outside(self, text: str, *, pty: bool = False) -> list[Recorded]:
+        """A run in no pane: no tty at all, or (``pty``) a terminal of its own that is no
+        pane's (``script`` allocates it), as in a terminal window beside tmux."""
         before = len(self.stub.model_requests())
-        run = self.hrig.run_outside(self.driver.argv(text), self.driver.env(self.hrig, self.stub))
+        argv = self.driver.argv(text)
+        if pty:
+            argv = ["script", "-qec", shlex.join(argv), os.devnull]
+        run = self.hrig.run_outside(argv, self.driver.env(self.hrig, self.stub))
         return self._done(run, before)
 
     def _done(self, run: Run, before: int) -> list[Recorded]:
@@ -167,6 +177,63 @@ def test_first_prompt_then_resume(world: World) -> None:
     world.record()
 
 
+def test_interactive_prompts(world: World) -> None:
+    """2 and 3 in one interactive session (the TUI, typed into with send-keys): a second,
+    unchanged prompt adds nothing; after a split from outside the next prompt adds one block
+    naming the new neighbour."""
+    hrig, pane = world.hrig, world.hrig.first_pane
+    hrig.start_daemon()
+    world.driver.prepare_tui(hrig)
+    replies = iter(range(1, 100))
+    world.script(lambda _: Text(f"reply-{next(replies)}"))
+    env = world.driver.env(hrig, world.stub)
+    tag = hrig.start_in_pane(pane, world.driver.tui_argv(), env, interactive=True)
+    poll(
+        lambda: any(h.event == "SessionStart" for h in hrig.hook_runs()),
+        60,
+        "the TUI's session start",
+    )
+
+    def prompt(text: str, n: int) -> Recorded:
+        hrig.send_keys(pane, "-l", text)
+        hrig.wait_screen(pane, text)
+        hrig.send_keys(pane, "Enter")  # apart from the text: else it may be taken as pasted
+        hrig.wait_screen(pane, f"reply-{n}")  # answered, and the TUI idle again
+        (q,) = [q for q in world.stub.model_requests() if text in "".join(strings(q.body))]
+        return q
+
+    first = prompt("first prompt", 1)
+    only_block(first.body, pane, world.why())
+    second = prompt("second prompt", 2)
+    only_block(second.body, pane, world.why())
+    assert new_blocks(first.body, second.body) == [], world.why()
+    new = hrig.split(pane, "-h")
+    hrig.rig.sync()
+    third = prompt("third prompt", 3)
+    added = new_blocks(second.body, third.body)
+    assert len(added) == 1, f"{added}\n{world.why()}"
+    assert added[0].pane == pane and added[0].turn is not None, added[0].text
+    assert neighbour(added[0], "right") == new, f"{added[0].text}\n{world.why()}"
+    run = quit_tui(world, pane, tag)
+    world.runs.append((run, [first, second, third]))
+    world.record()
+
+
+def quit_tui(world: World, pane: str, tag: str) -> Run:
+    """Type the TUI's quit command.  An Enter can land on the command's completion menu
+    (which then completes instead of running it): Enter again until the program exits."""
+    hrig = world.hrig
+    hrig.send_keys(pane, "-l", world.driver.quit_command)
+    hrig.wait_screen(pane, world.driver.quit_command)
+    for _ in range(4):
+        hrig.send_keys(pane, "Enter")
+        try:
+            return hrig.wait(tag, 15)
+        except AssertionError:
+            continue
+    raise AssertionError(f"the TUI did not quit; its screen:\n{hrig.screen(pane)}")
+
+
 def test_split_from_outside(world: World) -> None:
     """3: a split from outside, then a prompt: the new block names the new neighbour."""
     world.hrig.start_daemon()
@@ -207,11 +274,16 @@ def test_tool_call_splits_the_pane(world: World) -> None:
     world.record()
 
 
-def test_outside_a_pane(world: World) -> None:
-    """5: in no pane (a new session, no tty, no $TMUX) nothing is told, though the hooks
-    ran."""
+@pytest.mark.parametrize("terminal", ["no tty", "foreign pty"])
+def test_outside_a_pane(world: World, terminal: str) -> None:
+    """5: in no pane (a new session with no tty, or on a pty of its own; no $TMUX) nothing is
+    told, though the hooks ran."""
+    if terminal == "foreign pty" and shutil.which("script") is None:
+        pytest.skip("script (util-linux) is not installed")
     world.hrig.start_daemon()
-    requests = world.prompt_outside("no pane here")
+    if terminal != "no tty":
+        world.scenario += f", {terminal}"
+    requests = world.prompt_outside("no pane here", pty=terminal == "foreign pty")
     for q in requests:
         assert location_blocks(q.body) == [], world.why()
     assert world.hrig.hook_runs(), "the hooks did not run at all"
