@@ -37,6 +37,7 @@ CORE = (
     "harness",
     "errors",
     "activity",
+    "agents",
 )
 SHELL = (
     "activity_watch",
