@@ -388,10 +388,10 @@ def label(agent: Agent) -> str:
     return f"{agent.harness} {agent.state}"
 
 
-def status_line(agents: Iterable[Agent]) -> str:
+def status_line(states: Iterable[str]) -> str:
     """A ``#()`` status segment: how many agents wait, work and idle (``2 waiting 1 working``),
     empty when there are none."""
     counts: dict[str, int] = {}
-    for agent in agents:
-        counts[agent.state] = counts.get(agent.state, 0) + 1
+    for state in states:
+        counts[state] = counts.get(state, 0) + 1
     return " ".join(f"{counts[s]} {s}" for s in (WAITING, WORKING, IDLE) if counts.get(s))

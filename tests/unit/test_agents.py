@@ -229,7 +229,7 @@ def test_next_waiting_agent_goes_round_by_how_long_each_waited() -> None:
 
 def test_status_line_counts() -> None:
     found = [agent("%3", WAITING, 5.0), agent("%1", WAITING, 9.0), agent("%2", IDLE, 1.0)]
-    assert status_line(found) == "2 waiting 1 idle"
+    assert status_line(a.state for a in found) == "2 waiting 1 idle"
     assert status_line([]) == ""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 import msgspec
 from aiohttp import web
@@ -23,10 +24,11 @@ from tmuxlocd.activity_watch import (
     with_activity,
 )
 from tmuxlocd.answers import Tree, WaitAnswer
+from tmuxlocd.api.agents import wait_agent
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError
 from tmuxlocd.api.lookup import Lookup
-from tmuxlocd.api.params import WaitQuery
+from tmuxlocd.api.params import AGENT_UNTILS, WaitQuery
 from tmuxlocd.api.replies import json_answer
 from tmuxlocd.events import ACTIVITY_TYPES
 from tmuxlocd.location import Location
@@ -44,9 +46,12 @@ async def get_wait(ctx: Context, request: web.Request, q: WaitQuery) -> web.Stre
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
     await look.settle(q.pane)
     loc = look.pane(q.pane)
+    if q.until in AGENT_UNTILS:
+        return await wait_agent(ctx, request, q, loc)
+    until = cast(activity.Until, q.until)
     watcher = _watcher(ctx)
     try:
-        result = await watcher.wait(loc, q.until, q.timeout_s)
+        result = await watcher.wait(loc, until, q.timeout_s)
     except WaitLimit:
         raise ApiError(
             503,
@@ -61,7 +66,7 @@ async def get_wait(ctx: Context, request: web.Request, q: WaitQuery) -> web.Stre
     answer = WaitAnswer(
         outcome=result.outcome,
         until=q.until,
-        met=activity.met(q.until, result.outcome),
+        met=activity.met(until, result.outcome),
         location=result.location,
         activity=result.activity,
         before=result.before,
