@@ -286,6 +286,15 @@ class AgentRegistry:
             for c in changes
         ]
         self.hub.publish(list(events))
+        if any(
+            c.before is None
+            or c.after is None
+            or (c.before.pane, c.before.harness) != (c.after.pane, c.after.harness)
+            for c in changes
+        ):
+            # Which panes hold which agents is in the text form (``right %4 (codex)``): an
+            # answer kept for the model's version (``memo.Kept``) is one no longer.
+            self.hub.version += 1
         live = self.agents.procs()
         for proc in list(self._fds):
             if proc not in live:
@@ -405,6 +414,14 @@ class AgentRegistry:
             out.append((agent, where))
         out.sort(key=lambda p: (p[0].server, agents.pane_number(p[0].pane), p[0].since))
         return out
+
+    def harnesses(self, server: str) -> dict[str, str]:
+        """Pane id -> the harness of its agent (the one that changed last), on ``server``."""
+        out: dict[str, tuple[float, str]] = {}
+        for a in self.agents.all():
+            if a.server == server and (a.pane not in out or out[a.pane][0] <= a.since):
+                out[a.pane] = (a.since, a.harness)
+        return {pane: harness for pane, (_, harness) in out.items()}
 
     def in_pane(self, server: str, pane: str) -> list[Agent]:
         return [a for a in self.agents.all() if a.server == server and a.pane == pane]

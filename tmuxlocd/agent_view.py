@@ -16,6 +16,9 @@ from tmuxlocd.location import Location
 AgentState = Literal["working", "waiting", "idle"]
 AgentStateOrGone = Literal["working", "waiting", "idle", "gone"]
 Harness = Literal["claude", "codex", "gemini"]
+# What ``/v1/panes/{pane}/wait`` waits for of a pane's agent (beside ``activity.Until``).
+AgentUntil = Literal["agent-idle", "agent-waiting"]
+AGENT_UNTILS: tuple[str, ...] = ("agent-idle", "agent-waiting")
 
 
 class AgentInfo(msgspec.Struct, frozen=True, kw_only=True):

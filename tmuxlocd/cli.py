@@ -433,7 +433,11 @@ def build_parser() -> argparse.ArgumentParser:
         "4 the pane exited while waiting for busy, 124 timeout.  --json prints the answer.",
     )
     p.add_argument("pane", help="self, %%N or N")
-    p.add_argument("--until", choices=("idle", "busy", "exit", "change"), default="idle")
+    p.add_argument(
+        "--until",
+        choices=("idle", "busy", "exit", "change", "agent-idle", "agent-waiting"),
+        default="idle",
+    )
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds (default 300)")
     p.add_argument("--server", metavar="PATH", help="the server, if the id is on several")
     p.add_argument("--json", action="store_true", help="print the JSON answer")

@@ -226,6 +226,13 @@ def test_two_agents_one_waiting_and_the_cli(rig: Rig, daemon: Daemon) -> None:
     a.event("UserPromptSubmit", prompt="x")
     b.event("UserPromptSubmit", prompt="y")
     b.send(permission("codex", "two-b"))
+    # The per-turn text names the neighbour that holds an agent, and which...
+    told = json.loads(a.event("UserPromptSubmit", prompt="who is below me?"))
+    assert f"{b.pane} (codex)" in told["hookSpecificOutput"]["additionalContext"]
+    # ...not its state: the neighbour's next state changes nothing to tell.
+    b.event("PostToolUse", tool_name="Bash", tool_input={"command": "true"})
+    assert a.event("UserPromptSubmit", prompt="and now?") == ""
+    b.send(permission("codex", "two-b"))
     done = run_cli(rig, "agents", "--state", "waiting")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -21,6 +21,14 @@ from tmuxlocd.api.replies import json_answer
 from tmuxlocd.location import Location
 
 
+def neighbour_agents(ctx: Context, loc: Location, wanted: bool) -> dict[str, str] | None:
+    """The harness of each neighbour of ``loc`` that holds an agent (for the text form)."""
+    reg = ctx.hub.agents
+    if not wanted or reg is None or not len(reg.agents):
+        return None
+    return reg.harnesses(loc.server.socket_path) or None
+
+
 def registry(ctx: Context) -> AgentRegistry:
     found = ctx.hub.agents
     if found is None:

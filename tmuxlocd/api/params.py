@@ -295,7 +295,6 @@ class EventsQuery(Query, frozen=True, kw_only=True):
 
 # The pane's activity (``activity.Until``), or its agent's state (spec "Agents").
 WaitUntil = Literal["idle", "busy", "exit", "change", "agent-idle", "agent-waiting"]
-AGENT_UNTILS = ("agent-idle", "agent-waiting")
 
 
 class WaitQuery(Query, frozen=True, kw_only=True):

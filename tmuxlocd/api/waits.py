@@ -23,12 +23,13 @@ from tmuxlocd.activity_watch import (
     pane_with,
     with_activity,
 )
+from tmuxlocd.agent_view import AGENT_UNTILS
 from tmuxlocd.answers import Tree, WaitAnswer
 from tmuxlocd.api.agents import wait_agent
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError
 from tmuxlocd.api.lookup import Lookup
-from tmuxlocd.api.params import AGENT_UNTILS, WaitQuery
+from tmuxlocd.api.params import WaitQuery
 from tmuxlocd.api.replies import json_answer
 from tmuxlocd.events import ACTIVITY_TYPES
 from tmuxlocd.location import Location
