@@ -1,4 +1,4 @@
-"""The daemon's agents (spec "Agents"): reports placed by the kernel, pidfds, events, waits,
+"""The daemon's agents (SPEC §13): reports placed by the kernel, pidfds, events, waits,
 pane options and the file that keeps them over a restart.
 
 A hook reports its event (``POST /v1/agents/self``); the API places the caller in its pane

@@ -1,4 +1,4 @@
-"""What the API says of agents (spec "Agents"): the JSON shapes, pure.
+"""What the API says of agents (SPEC §13): the JSON shapes, pure.
 
 ``tmuxlocd.agents`` keeps the record as plain objects (the hook imports it without site);
 these are its answers and the ``agent.state`` event's payload, encoded by msgspec.

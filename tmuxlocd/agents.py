@@ -1,4 +1,4 @@
-"""Agent state from each harness's own hook events: the pure part (spec "Agents").
+"""Agent state from each harness's own hook events: the pure part (SPEC §13).
 
 A harness (Claude Code, Codex, Gemini CLI) runs ``tmuxlocd context <harness>`` for its hook
 events; the hook tells the daemon what each event means for the session's agent, and the
@@ -124,10 +124,14 @@ def short(text: object) -> str:
 
 
 def _tool(value: Mapping[str, object]) -> str:
+    """The tool a permission is for: ``tool_name``, else Gemini CLI's ``details`` (its
+    ``tool_name``, else the confirmation's ``type``: exec, edit, mcp)."""
     tool = value.get("tool_name")
-    if not isinstance(tool, str):
-        details = value.get("details")
-        tool = details.get("tool_name") if isinstance(details, dict) else None
+    details = value.get("details")
+    if not isinstance(tool, str) and isinstance(details, dict):
+        tool = details.get("tool_name")
+        if not isinstance(tool, str):
+            tool = details.get("type")
     return tool if isinstance(tool, str) else ""
 
 
@@ -158,7 +162,14 @@ def report_of(harness: str, value: Mapping[str, object]) -> Report | None:
             if state == WAITING and reason == "permission":
                 reason = _permission(value)
         elif kind == "ToolPermission":  # Gemini CLI's one notification type
-            state, reason = WAITING, _permission(value)
+            # Its ``details`` are the confirmation's: ``type`` exec, edit, mcp, info, or
+            # ask_user for a question the model asks (gemini-cli's fireNotificationEvent).
+            details = value.get("details")
+            what = details.get("type") if isinstance(details, dict) else None
+            if what == "ask_user":
+                state, reason = WAITING, "question"
+            else:
+                state, reason = WAITING, _permission(value)
         else:
             return None
     elif state == WAITING:

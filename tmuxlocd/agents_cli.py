@@ -1,4 +1,4 @@
-"""``tmuxlocd agents`` and ``tmuxlocd status-line`` (spec "Agents").
+"""``tmuxlocd agents`` and ``tmuxlocd status-line`` (SPEC §13).
 
 ``agents`` lists the agents the harnesses' hooks reported (``GET /v1/agents``), follows
 their changes (``--watch``: the ``agent.state`` events of a change stream), or prints the

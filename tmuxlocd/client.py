@@ -519,7 +519,7 @@ class AsyncClient(_Settings):
         return await self._call(self._core.wait(pane, until, timeout_s, server))
 
     async def agents(self, scope: Scope = "window", state: str | None = None) -> AgentList:
-        """``GET /v1/agents`` in a scope of the caller's (spec "Agents")."""
+        """``GET /v1/agents`` in a scope of the caller's (SPEC §13)."""
         return await self._call(self._core.agents(scope, state))
 
     async def health(self) -> Health:

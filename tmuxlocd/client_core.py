@@ -470,7 +470,7 @@ class ClientCore:
         return Call(req, _json(PaneList), revalidate=True)
 
     def agents(self, scope: Scope, state: str | None = None) -> Call[AgentList]:
-        """``GET /v1/agents`` in a scope of the caller's (spec "Agents")."""
+        """``GET /v1/agents`` in a scope of the caller's (SPEC §13)."""
         params = {**_scope_params(scope), "state": state}
         params.update(_self_params(self.accept_ancestor, "self" if scope != "all" else None))
         return Call(_Request("GET", _url("/v1/agents", params)), _json(AgentList))

@@ -31,7 +31,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     hooks: bool = True  # --no-hooks sets False
     log_level: LogLevel = "info"
     stream_write_timeout: Seconds = WRITE_TIMEOUT_S
-    pane_options: bool = False  # keep @tmuxlocd_agent on each agent's pane (spec "Agents")
+    pane_options: bool = False  # keep @tmuxlocd_agent on each agent's pane (SPEC §13)
 
 
 def default_config_path(env: dict[str, str] | None = None) -> Path:

@@ -52,7 +52,7 @@ class PaneActivity(_Event, frozen=True, kw_only=True, tag="pane.activity"):
 
 
 class AgentStateChanged(_Event, frozen=True, kw_only=True, tag="agent.state"):
-    """An agent started, changed state or is gone (spec "Agents"); ``before`` is its last
+    """An agent started, changed state or is gone (SPEC §13); ``before`` is its last
     state (null: it is new).  Only streams that ask for it with ``types=`` get it."""
 
     agent: AgentInfo

@@ -1,4 +1,4 @@
-"""Agent state from the harnesses' hook events, end to end (spec "Agents").
+"""Agent state from the harnesses' hook events, end to end (SPEC §13).
 
 Each "harness" is a small process in a pane of a private tmux server
 (``agent_harness.py``): it runs the installed hook command (``python -S .../context.py
@@ -56,8 +56,8 @@ def permission(harness: str, session: str) -> dict[str, Any]:
             "Notification",
             session,
             notification_type="ToolPermission",
-            message="Tool run_shell_command requires confirmation",
-            details={"tool_name": "run_shell_command"},
+            message="Allow execution of: 'rm -rf build'?",
+            details={"type": "exec", "title": "Confirm Shell Command", "command": "rm -rf build"},
         )
     return payload(
         harness,
@@ -156,7 +156,7 @@ def test_a_turn_working_waiting_idle_then_gone_on_kill(
     assert h.send(permission(harness, h.session)) == ""  # a state-only event prints nothing
     found = agent_in(rig, h.pane)
     assert found is not None and found["state"] == "waiting"
-    tool = "run_shell_command" if harness == "gemini" else "Bash"
+    tool = "exec" if harness == "gemini" else "Bash"
     assert found["reason"] == f"permission: {tool}"
 
     h.event(DONE[harness])

@@ -73,6 +73,23 @@ def ev(name: str, session: str = "s1", **more: object) -> dict[str, object]:
             "permission: write_file",
         ),
         ("gemini", ev("SessionEnd", reason="exit"), GONE, ""),
+        (
+            "gemini",
+            ev(
+                "Notification",
+                notification_type="ToolPermission",
+                details={"type": "exec", "title": "Confirm Shell Command", "command": "ls"},
+            ),
+            WAITING,
+            "permission: exec",
+        ),
+        (
+            "gemini",
+            ev("Notification", notification_type="ToolPermission", details={"type": "ask_user"}),
+            WAITING,
+            "question",
+        ),
+        ("gemini", ev("Notification", notification_type="ToolPermission"), WAITING, "permission"),
     ],
 )
 def test_each_event_means_a_state(

@@ -1,4 +1,4 @@
-"""``GET /v1/agents`` and ``POST /v1/agents/self`` (spec "Agents"), and the waits on an
+"""``GET /v1/agents`` and ``POST /v1/agents/self`` (SPEC §13), and the waits on an
 agent's state.
 
 A report is placed by the kernel, as ``/v1/self`` is with ``accept=ancestor``: the caller's

@@ -293,7 +293,7 @@ class EventsQuery(Query, frozen=True, kw_only=True):
     ) = None
 
 
-# The pane's activity (``activity.Until``), or its agent's state (spec "Agents").
+# The pane's activity (``activity.Until``), or its agent's state (SPEC §13).
 WaitUntil = Literal["idle", "busy", "exit", "change", "agent-idle", "agent-waiting"]
 
 
@@ -337,7 +337,7 @@ class AgentsQuery(Query, frozen=True, kw_only=True):
 
 
 class AgentReportQuery(Query, frozen=True, kw_only=True):
-    """Also the JSON body's fields (spec "Agents"): the body's win over the query's."""
+    """Also the JSON body's fields (SPEC §13): the body's win over the query's."""
 
     harness: Literal["claude", "codex", "gemini"] | None = None
     session_id: ShortText | None = None
