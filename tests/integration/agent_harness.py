@@ -3,8 +3,10 @@ hook it is handed as its own child, as a harness runs its hooks, and stays until
 
 ``python agent_harness.py DIR HOOK...``: writes its pid to ``DIR/pid``, then reads jobs from
 the FIFO ``DIR/jobs``, one JSON line each (``{"n": N, "stdin": <event JSON text>,
-"env": {...}}``), runs ``HOOK...`` with that stdin (through ``sh -c``, as harnesses run hook
-commands) and writes the hook's stdout and exit status to ``DIR/N.done``.
+"env": {...}}``, and ``"argv"`` to run another command instead), runs ``HOOK...`` with that
+stdin (through ``sh -c``, as harnesses run hook commands) and writes the hook's stdout, exit
+status, and when it was started and ended (``time.monotonic``: the system's clock, which other
+processes read too) to ``DIR/N.done``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 
 
 def main(directory: str, hook: list[str]) -> None:
@@ -27,8 +30,10 @@ def main(directory: str, hook: list[str]) -> None:
     for line in jobs:
         job = json.loads(line)
         env = {**os.environ, **job.get("env", {})}
+        argv = job.get("argv")
+        started = time.monotonic()
         done = subprocess.run(
-            ["sh", "-c", command],
+            ["sh", "-c", " ".join(shlex.quote(a) for a in argv) if argv else command],
             input=job["stdin"].encode(),
             capture_output=True,
             env=env,
@@ -36,7 +41,9 @@ def main(directory: str, hook: list[str]) -> None:
         )
         out = os.path.join(directory, f"{job['n']}.done")
         with open(out + ".tmp", "w") as f:
-            json.dump({"rc": done.returncode, "out": done.stdout.decode(), "err": ""}, f)
+            ended = time.monotonic()
+            result = {"rc": done.returncode, "out": done.stdout.decode(), "err": ""}
+            json.dump({**result, "started": started, "ended": ended}, f)
         os.replace(out + ".tmp", out)
 
 
