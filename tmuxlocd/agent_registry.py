@@ -248,10 +248,11 @@ class AgentRegistry:
         server, pane = where.server.socket_path, where.pane.id
         known = self.agents.get(rep.harness, rep.session_id)
         if rep.state == agents.GONE:
-            if known is None:
-                return _gone(rep, server, pane, where)
-            self._changed(self.agents.apply(rep, server, pane, known.proc, self.clock()))
-            return info(known, where, gone=True)
+            changes = self.agents.apply(rep, server, pane, Proc(0, 0), self.clock())
+            self._changed(changes)
+            if not changes:  # unknown, or known in another pane: it goes on there
+                return _gone(rep, server, pane, where) if known is None else info(known, None)
+            return info(known or changes[0].agent, where, gone=True)
         found = harness_process(
             caller,
             tty_device(where.pane.tty),

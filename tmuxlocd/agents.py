@@ -308,7 +308,9 @@ class Agents:
         old = self.by_key.get(key)
         changes: list[Change] = []
         if report.state == GONE:
-            if old is not None:
+            # Only from where the agent is: a session resumed elsewhere is not ended by its
+            # old process quitting.
+            if old is not None and (old.server, old.pane) == (server, pane):
                 del self.by_key[key]
                 changes.append(Change(old, None))
             return changes
@@ -330,15 +332,21 @@ class Agents:
                 now,
             )
         else:
-            same = old.state == report.state and old.reason == report.reason
+            state, reason = report.state, report.reason
+            if report.event == "SessionStart":
+                # A known session starting again (Claude Code's and Codex's ``compact``, which
+                # may come in the middle of a turn; a resume) is where it was, doing what it
+                # was: only a new one starts idle.
+                state, reason = old.state, old.reason
+            same = old.state == state and old.reason == reason
             new = Agent(
                 report.harness,
                 report.session_id,
                 server,
                 pane,
                 proc,
-                report.state,
-                report.reason,
+                state,
+                reason,
                 old.since if same else now,
             )
             if new == old:

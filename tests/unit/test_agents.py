@@ -175,11 +175,28 @@ def test_the_same_state_again_changes_nothing_and_keeps_since() -> None:
     assert agent is not None and agent.since == 1.0
 
 
+def test_a_session_start_of_a_known_session_keeps_its_state() -> None:
+    """Claude Code's SessionStart ``compact`` may come in the middle of a turn."""
+    table = Agents()
+    table.apply(report(WORKING), S, "%1", P1, 1.0)
+    assert table.apply(Report("claude", "s1", "SessionStart", IDLE), S, "%1", P1, 2.0) == []
+    [c] = table.apply(Report("claude", "s2", "SessionStart", IDLE), S, "%2", P2, 3.0)
+    assert c.after is not None and c.after.state == IDLE
+
+
+def test_a_session_end_from_another_pane_ends_nothing() -> None:
+    table = Agents()
+    table.apply(report(WORKING), S, "%1", P1, 1.0)
+    table.apply(report(IDLE), S, "%7", P2, 2.0)  # resumed in %7
+    assert table.apply(report(GONE), S, "%1", P1, 3.0) == []  # the old process quits
+    assert [a.pane for a in table.all()] == ["%7"]
+
+
 def test_gone_by_session_end_and_by_process() -> None:
     table = Agents()
     table.apply(report(IDLE), S, "%1", P1, 1.0)
     table.apply(report(IDLE, "s2"), S, "%2", P2, 1.0)
-    [c] = table.apply(report(GONE), S, "%1", P1, 2.0)
+    [c] = table.apply(report(GONE), S, "%1", Proc(0, 0), 2.0)
     assert c.after is None and c.agent.session_id == "s1"
     assert table.apply(report(GONE), S, "%1", P1, 2.0) == []  # already gone
     [c] = table.process_gone(P2)
