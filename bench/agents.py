@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import threading
@@ -26,6 +27,8 @@ from tmuxlocd.install import this_hook
 
 HARNESS = str(Path(REPO) / "tests" / "integration" / "agent_harness.py")
 TICKS = os.sysconf("SC_CLK_TCK")
+# mawk reads a pipe in blocks unless told it is interactive: one line, one command.
+AWK = "awk -W interactive" if "mawk" in os.path.realpath(shutil.which("awk") or "") else "awk"
 
 
 class Harness:
@@ -141,6 +144,72 @@ def _measure(rig: Rig, daemon: Daemon, samples: int) -> dict[str, Any]:
     }
 
 
+def many(agent_count: int, reports: int) -> dict[str, float]:
+    """The daemon's CPU per report with ``agent_count`` agents known, each a small stand-in
+    harness (``awk``, running each line it reads through ``sh -c`` as a harness runs hooks):
+    every agent registered, then ``reports`` changes round robin, one at a time."""
+    with private_rig(start=True) as rig:
+        daemon = Daemon(rig).wait_ready()
+        try:
+            work = rig.root / "many"
+            work.mkdir()
+            fifos = []
+            for i in range(agent_count):
+                fifo = work / f"f{i}"
+                os.mkfifo(fifo)
+                # Read and write: the FIFO never reads end-of-file between two writers.
+                rig.tmux.run("new-window", "-d", f"exec {AWK} '{{ system($0) }}' 0<>{fifo}")
+                fifos.append(fifo)
+            hook = " ".join(this_hook())
+            n = 0
+
+            def send(i: int, stdin: str) -> Path:
+                nonlocal n
+                n += 1
+                data, done = work / f"{n}.json", work / f"{n}.done"
+                data.write_text(stdin)
+                with open(fifos[i], "w") as f:
+                    f.write(f"{hook} claude <{data} >/dev/null; touch {done}\n")
+                return done
+
+            pending = [
+                send(i, event("SessionStart", source="startup", session_id=f"a{i}"))
+                for i in range(agent_count)
+            ]
+            poll(lambda: all(p.exists() for p in pending), 120, "every agent's start")
+            poll(lambda: len(agents_of(rig)) == agent_count, 30, "every agent known")
+            before = cpu_s(daemon.proc.pid)
+            started = time.monotonic()
+            for r in range(reports):
+                i = r % agent_count
+                stdin = (
+                    event("PermissionRequest", tool_name="Bash", session_id=f"a{i}")
+                    if (r // agent_count) % 2 == 0
+                    else event("Stop", session_id=f"a{i}")
+                )
+                done = send(i, stdin)
+                poll(done.exists, 20, f"report {r}")
+            wall = time.monotonic() - started
+            cpu = cpu_s(daemon.proc.pid) - before
+            rss = int(
+                next(
+                    line.split()[1]
+                    for line in Path(f"/proc/{daemon.proc.pid}/status").read_text().splitlines()
+                    if line.startswith("VmRSS:")
+                )
+            )
+            return {"cpu_per_report": cpu / reports, "wall": wall, "rss_kib": rss}
+        finally:
+            daemon.stop()
+
+
+def agents_of(rig: Rig) -> list[Any]:
+    from tmuxlocd.cli import raw_request
+
+    resp = raw_request(rig.daemon_socket, "GET", "/v1/agents", 5.0)
+    return [] if resp is None or resp.status != 200 else json.loads(resp.body)["agents"]
+
+
 def report(result: dict[str, Any], samples: int) -> str:
     tmux_version = subprocess.run(
         [TMUX or "tmux", "-V"], check=False, capture_output=True, text=True
@@ -206,6 +275,17 @@ def report(result: dict[str, Any], samples: int) -> str:
             f"| {label} | {fmt_ms(median(values))} | {fmt_ms(max(values))} | "
             f"{median(values) / base:.2f}x |"
         )
+    for count, row in sorted(result.get("many", {}).items()):
+        out += [
+            "",
+            (
+                f"With {count} agent{'s' if count != 1 else ''} known (each a stand-in "
+                "harness, `awk`, in its own pane), "
+                f"changing state round robin: daemon CPU per report "
+                f"{row['cpu_per_report'] * 1000:.2f} ms, daemon RSS {row['rss_kib'] / 1024:.1f} "
+                "MiB after."
+            ),
+        ]
     out += [
         "",
         (
@@ -222,11 +302,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.agents")
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--agents", default="1,100", help="agent counts for the CPU per report (comma list)"
+    )
     ns = parser.parse_args()
     if TMUX is None:
         print("bench.agents: needs tmux", file=sys.stderr)
         return 1
-    text = report(measure(ns.samples), ns.samples)
+    result = measure(ns.samples)
+    counts = [int(c) for c in ns.agents.split(",") if c]
+    result["many"] = {c: many(c, max(2 * c, 2 * ns.samples)) for c in counts}
+    text = report(result, ns.samples)
     if ns.out:
         Path(ns.out).write_text(text)
     print(text)
