@@ -398,5 +398,15 @@ def pane_options(rig: Rig) -> None:
         poll(lambda: option() == "claude idle", 10, "the pane option to follow")
         h.kill()
         poll(lambda: option() == "", 10, "the pane option to be unset")
+        stays = Harness(rig, "codex", "at-stop")
+        stays.event("UserPromptSubmit", prompt="x")
+        poll(
+            lambda: rig.tmux.display(stays.pane, "#{@tmuxlocd_agent}") == "codex working",
+            10,
+            "the second pane's option",
+        )
     finally:
         assert d.stop() == 0, d.logs()
+    # A daemon that stops takes its options out of the panes.
+    assert rig.tmux.display(stays.pane, "#{@tmuxlocd_agent}") == ""
+    stays.kill()
