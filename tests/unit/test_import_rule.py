@@ -38,6 +38,7 @@ CORE = (
     "errors",
     "activity",
     "agents",
+    "agent_view",
 )
 SHELL = (
     "activity_watch",
