@@ -31,7 +31,7 @@ from tmuxlocd import agents
 from tmuxlocd.agent_view import AgentInfo, info
 from tmuxlocd.agents import Agent, Agents, Change, Proc, Report
 from tmuxlocd.events import AgentStateChanged, PaneRemoved, ServerDown
-from tmuxlocd.hub import Hub
+from tmuxlocd.hub import Hub, Published
 from tmuxlocd.identity import MAX_ANCESTORS, ProcStat, read_stat, shared_server
 from tmuxlocd.location import Location
 from tmuxlocd.mirror import Argv
@@ -217,7 +217,6 @@ class AgentRegistry:
     def start(self) -> None:
         """Takes back the saved agents still there, then follows panes that close."""
         self._load()
-        self._tasks.append(asyncio.create_task(self._follow_panes()))
         if self.commands is not None:
             self._tasks.append(asyncio.create_task(self._keep_options()))
             for agent in self.agents.all():
@@ -353,18 +352,17 @@ class AgentRegistry:
         found = self.hub.find_pane(pane, server)
         return found[0] if found else None
 
-    async def _follow_panes(self) -> None:
-        """A pane closed (or its server gone): its agents are gone with it."""
-        with self.hub.subscribe(lambda e: isinstance(e, PaneRemoved | ServerDown)) as sub:
-            while not sub.closed:
-                await sub.wait()
-                sub.lagged = False
-                for item in sub.drain():
-                    event = item.event
-                    if isinstance(event, PaneRemoved):
-                        self._changed(self.agents.pane_gone(event.server, event.pane))
-                    elif isinstance(event, ServerDown):
-                        self._changed(self.agents.pane_gone(event.server.socket_path))
+    def published(self, items: list[Published]) -> None:
+        """(From ``Hub.publish``.) A pane closed, or its server went: its agents are gone
+        with it.  Not a subscriber of the hub: streams count those."""
+        if not len(self.agents):
+            return
+        for item in items:
+            event = item.event
+            if isinstance(event, PaneRemoved):
+                self._changed(self.agents.pane_gone(event.server, event.pane))
+            elif isinstance(event, ServerDown):
+                self._changed(self.agents.pane_gone(event.server.socket_path))
 
     def pane_label(self, server: str, pane: str) -> str | None:
         """What ``@tmuxlocd_agent`` shows for a pane: its agent that changed last."""

@@ -274,6 +274,8 @@ class Hub:
                             continue
                         sub.sink = None
                     sub.offer(admitted)
+            if self.agents is not None:
+                self.agents.published(out)  # a pane's end is its agents' end
         return out
 
     def since(self, seq: int) -> list[Published]:

@@ -8,6 +8,7 @@ import pytest
 from tests.api.apitest import A, Api, spec_state
 from tmuxlocd.agent_registry import AgentRegistry
 from tmuxlocd.agents import Agent, Proc
+from tmuxlocd.events import AgentStateChanged
 from tmuxlocd.hub import Hub
 
 
@@ -78,3 +79,20 @@ async def test_the_text_form_names_a_neighbours_agent(api: Api, hub: Hub) -> Non
     text = await resp.text()
     assert "right %4 (codex)" in text and "right %4;" not in text
     assert "right %4 " not in before
+
+
+async def test_a_pane_or_server_gone_ends_its_agents_without_a_stream(api: Api, hub: Hub) -> None:
+    """The registry is no subscriber of the hub (``/v1/health`` counts streams)."""
+    registry = AgentRegistry(hub)
+    registry.start()
+    hub.update(spec_state(A))
+    registry.agents.load([Agent("codex", "two", A, "%4", Proc(2, 2), "working", "", 6.0)])
+    status, health, _ = await api.get("/v1/health")
+    assert status == 200 and health["subscribers"] == 0
+    with hub.subscribe(lambda e: True) as sub:
+        hub.server_down(A)
+        told = [item.event for item in sub.drain()]
+    gone = [e for e in told if isinstance(e, AgentStateChanged)]
+    assert [(e.agent.state, e.before) for e in gone] == [("gone", "working")]
+    assert len(registry.agents) == 0
+    await registry.close()
