@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,28 @@ async def test_a_pidfd_ends_the_agent_with_its_process(same_start: bool) -> None
         if child.returncode is None:
             child.kill()
             await child.wait()
+
+
+async def test_changes_are_saved_together_and_at_once_on_close(tmp_path: Path) -> None:
+    from tests.tmuxtest import wait_until
+    from tmuxlocd.agents import Report
+
+    path = tmp_path / "agents.json"
+    registry = AgentRegistry(Hub(), path=str(path))
+    proc = Proc(123, 4)
+
+    def report(state: str, session: str) -> None:
+        changes = registry.agents.apply(
+            Report("claude", session, "x", state), "/sock", "%1", proc, 1.0
+        )
+        registry._changed(changes)
+
+    report("working", "a")
+    report("waiting", "a")
+    assert not path.exists()  # not per report
+    await wait_until(path.exists, 5, "the agents file")
+    [saved] = decode_saved(path.read_bytes())
+    assert (saved.session_id, saved.state) == ("a", "waiting")
+    report("idle", "a")
+    await registry.close()  # a stopping daemon saves what is pending at once
+    assert [a.state for a in decode_saved(path.read_bytes())] == ["idle"]
