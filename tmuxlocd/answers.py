@@ -12,6 +12,7 @@ from typing import Literal
 import msgspec
 
 from tmuxlocd.activity import Activity
+from tmuxlocd.agent_view import AgentInfo
 from tmuxlocd.layout import Direction
 from tmuxlocd.location import Location, Neighbors, PaneRef
 
@@ -194,11 +195,22 @@ class WaitAnswer(msgspec.Struct, frozen=True, kw_only=True):
     (``timeout`` and ``gone`` are never dressed as met); ``met`` whether it is what
     ``until`` asked for; ``location`` the pane now, with its activity (null when gone)."""
 
-    outcome: Literal["idle", "busy", "exit", "change", "timeout", "gone"]
-    until: Literal["idle", "busy", "exit", "change"]
+    outcome: Literal[
+        "idle",
+        "busy",
+        "exit",
+        "change",
+        "timeout",
+        "gone",
+        "agent-idle",
+        "agent-waiting",
+        "agent-gone",
+    ]
+    until: Literal["idle", "busy", "exit", "change", "agent-idle", "agent-waiting"]
     met: bool
     location: Location | None = None
     activity: Activity = Activity()
     before: Activity = Activity()
     waited_ms: float = 0.0
     reason: str | None = None
+    agent: AgentInfo | None = None  # the pane's agent, for the agent conditions

@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Run the daemon: watch tmux servers through control mode and answer on the "
             "listeners.  Flags override the config file "
             "($XDG_CONFIG_HOME/tmuxlocd/config.toml, keys: listen, socket-name, socket-path, "
-            "hooks, log-level, stream-write-timeout).  An invalid config exits with status 2."
+            "hooks, log-level, stream-write-timeout, pane-options).  An invalid config exits "
+            "with status 2."
         ),
     )
     p.add_argument(
@@ -336,6 +337,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="S",
         help="end a stream whose reader takes no bytes for S seconds (default 30)",
+    )
+    p.add_argument(
+        "--pane-options",
+        action="store_true",
+        default=None,
+        help="keep the pane user option @tmuxlocd_agent (e.g. 'claude waiting') on each "
+        "agent's pane, for pane-border-format or status-format",
     )
     p.set_defaults(run=cmd_serve)
 
@@ -426,7 +434,11 @@ def build_parser() -> argparse.ArgumentParser:
         "4 the pane exited while waiting for busy, 124 timeout.  --json prints the answer.",
     )
     p.add_argument("pane", help="self, %%N or N")
-    p.add_argument("--until", choices=("idle", "busy", "exit", "change"), default="idle")
+    p.add_argument(
+        "--until",
+        choices=("idle", "busy", "exit", "change", "agent-idle", "agent-waiting"),
+        default="idle",
+    )
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds (default 300)")
     p.add_argument("--server", metavar="PATH", help="the server, if the id is on several")
     p.add_argument("--json", action="store_true", help="print the JSON answer")
@@ -566,6 +578,9 @@ def build_parser() -> argparse.ArgumentParser:
         "backed by the daemon.  Needs the extra: pip install 'tmuxlocd[mcp]'.",
     )
     p.set_defaults(run=cmd_mcp)
+    from tmuxlocd.agents_cli import add_parsers as agents_parsers
+
+    agents_parsers(sub)  # agents, status-line
     return parser
 
 
@@ -600,6 +615,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
             hooks=False if ns.no_hooks else None,
             log_level=ns.log_level,
             stream_write_timeout=ns.stream_write_timeout,
+            pane_options=ns.pane_options,
         )
     except ConfigError as exc:
         _err(str(exc))

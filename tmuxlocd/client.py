@@ -26,6 +26,7 @@ from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import TYPE_CHECKING, Literal, Self, TypeVar, overload
 
 from tmuxlocd.activity import Activity, Until
+from tmuxlocd.agent_view import AgentList, AgentUntil
 from tmuxlocd.answers import (
     Caller,
     DirectionNeighbors,
@@ -299,7 +300,7 @@ class Client(_Settings):
     def wait(
         self,
         pane: str = "self",
-        until: Until = "idle",
+        until: Until | AgentUntil = "idle",
         *,
         timeout_s: float | None = None,
         server: str | None = None,
@@ -509,13 +510,17 @@ class AsyncClient(_Settings):
     async def wait(
         self,
         pane: str = "self",
-        until: Until = "idle",
+        until: Until | AgentUntil = "idle",
         *,
         timeout_s: float | None = None,
         server: str | None = None,
     ) -> WaitAnswer:
         """As ``Client.wait``; cancelling it hangs up, which ends the wait in the daemon."""
         return await self._call(self._core.wait(pane, until, timeout_s, server))
+
+    async def agents(self, scope: Scope = "window", state: str | None = None) -> AgentList:
+        """``GET /v1/agents`` in a scope of the caller's (SPEC §13)."""
+        return await self._call(self._core.agents(scope, state))
 
     async def health(self) -> Health:
         return await self._call(self._core.health())

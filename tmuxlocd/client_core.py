@@ -22,6 +22,7 @@ from typing import Generic, Literal, NamedTuple, TypeVar, cast, overload
 import msgspec
 
 from tmuxlocd.activity import UNTILS, WAIT_DEFAULT_S, WAIT_MAX_S, Until
+from tmuxlocd.agent_view import AGENT_UNTILS, AgentList, AgentUntil
 from tmuxlocd.answers import (
     DirectionNeighbors,
     Health,
@@ -289,8 +290,8 @@ def wait_read_timeout(timeout_s: float | None) -> float:
 def _wait_params(until: str, timeout_s: float | None) -> dict[str, object | None]:
     """``until`` and ``timeout_s`` checked as the daemon would, so a bad one fails before any
     request; the seconds spelled as the daemon reads them (decimal, never ``1e-05``)."""
-    if until not in UNTILS:
-        raise ValueError(f"unknown until {until!r} ({', '.join(UNTILS)})")
+    if until not in UNTILS and until not in AGENT_UNTILS:
+        raise ValueError(f"unknown until {until!r} ({', '.join(UNTILS + AGENT_UNTILS)})")
     params: dict[str, object | None] = {"until": until}
     if timeout_s is not None:
         if isinstance(timeout_s, bool) or not 0 <= timeout_s <= WAIT_MAX_S:  # NaN fails too
@@ -468,12 +469,18 @@ class ClientCore:
             return Call(req, _json(PaneSummaryList), revalidate=True)
         return Call(req, _json(PaneList), revalidate=True)
 
+    def agents(self, scope: Scope, state: str | None = None) -> Call[AgentList]:
+        """``GET /v1/agents`` in a scope of the caller's (SPEC §13)."""
+        params = {**_scope_params(scope), "state": state}
+        params.update(_self_params(self.accept_ancestor, "self" if scope != "all" else None))
+        return Call(_Request("GET", _url("/v1/agents", params)), _json(AgentList))
+
     def tree(self, activity: bool = False) -> Call[Tree]:
         url = _url("/v1/tree", {"activity": activity})
         return Call(_Request("GET", url), _json(Tree), revalidate=not activity)
 
     def wait(
-        self, pane: str, until: Until, timeout_s: float | None, server: str | None
+        self, pane: str, until: Until | AgentUntil, timeout_s: float | None, server: str | None
     ) -> Call[WaitAnswer]:
         """``GET /v1/panes/{pane}/wait``: a long poll, so its ``read_timeout`` outlasts
         ``timeout_s`` (the daemon's default when None); every outcome, a timeout included,

@@ -1,8 +1,8 @@
 """Daemon settings: one frozen Struct, from TOML and/or command-line flags (SPEC §7).
 
 The TOML keys are the long flag names: ``listen``, ``socket-name`` (``-L``), ``socket-path``
-(``-S``), ``hooks``, ``log-level``, ``stream-write-timeout``.  An unknown key or a bad value
-is a ``ConfigError`` that names it (the CLI turns that into exit 2).
+(``-S``), ``hooks``, ``log-level``, ``stream-write-timeout``, ``pane-options``.  An unknown
+key or a bad value is a ``ConfigError`` that names it (the CLI turns that into exit 2).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     hooks: bool = True  # --no-hooks sets False
     log_level: LogLevel = "info"
     stream_write_timeout: Seconds = WRITE_TIMEOUT_S
+    pane_options: bool = False  # keep @tmuxlocd_agent on each agent's pane (SPEC §13)
 
 
 def default_config_path(env: dict[str, str] | None = None) -> Path:

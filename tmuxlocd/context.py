@@ -89,6 +89,7 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         data = sys.stdin.buffer.read(harness.MAX_STDIN + 1)
     except (OSError, ValueError, AttributeError):
         return
+    report_agent(name, data, env)
     event = harness.parse_event(name, data, event_name)
     if event is None:
         return
@@ -104,6 +105,35 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
             sys.stdout.flush()
         except (OSError, ValueError):
             pass
+
+
+def report_agent(name: str, data: bytes, env: Mapping[str, str]) -> None:
+    """What the event says of the session's agent, to the daemon (``tmuxlocd.agents``): one
+    request, whose answer is not waited for beyond its first bytes.  No daemon: nothing."""
+    from tmuxlocd import agents
+
+    try:
+        value = harness.parse_json(data.decode("utf-8"))
+    except ValueError:
+        return
+    report = agents.report_of(name, value) if isinstance(value, dict) else None
+    if report is None:
+        return
+    from tmuxlocd.cli import NoDaemon, query_string, raw_request
+
+    target = "/v1/agents/self" + query_string(
+        {
+            "harness": report.harness,
+            "session_id": report.session_id,
+            "event": report.event,
+            "state": report.state,
+            "reason": report.reason or None,
+        }
+    )
+    try:
+        raw_request(client_socket_path(env), "POST", target, REQUEST_TIMEOUT, read_answer=False)
+    except (NoDaemon, OSError, ValueError):
+        pass
 
 
 def handle(

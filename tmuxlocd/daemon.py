@@ -31,6 +31,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from tmuxlocd import systemd
 from tmuxlocd.activity_watch import ActivityWatcher
+from tmuxlocd.agent_registry import FILE_NAME as AGENTS_FILE
+from tmuxlocd.agent_registry import AgentRegistry
 from tmuxlocd.api import create_app
 from tmuxlocd.config import Config
 from tmuxlocd.errors import ConfigError
@@ -274,9 +276,14 @@ class _QuietClientErrors(logging.Filter):
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
 
 
-async def _stop_watchers(activity: ActivityWatcher | None, watcher: _Watcher | None) -> None:
-    """The activity watcher first: it takes its hooks out over the observers' clients."""
+async def _stop_watchers(
+    activity: ActivityWatcher | None, watcher: _Watcher | None, agents: AgentRegistry | None = None
+) -> None:
+    """The activity watcher and the agents first: they take their hooks and pane options out
+    over the observers' clients."""
     try:
+        if agents is not None:
+            await agents.close()
         if activity is not None:
             await activity.close()
     finally:
@@ -406,6 +413,12 @@ async def _run(
         # Costs nothing until a wait or an activity stream names a pane.
         hub.activity = ActivityWatcher(hub, watcher)
         await watcher.wait_synced(FIRST_SYNC_WAIT)
+        AgentRegistry(
+            hub,
+            path=os.path.join(_token_directory(listeners), AGENTS_FILE),
+            commands=watcher,
+            pane_options=config.pane_options,
+        ).start()
         await runner.setup()
         backlog = listen_backlog()
         for listener in listeners:
@@ -426,7 +439,7 @@ async def _run(
     finally:
         started = time.monotonic()
         # Streams end in the app's on_shutdown; the watcher's stop removes its tmux hooks.
-        stopping = [runner.cleanup(), _stop_watchers(hub.activity, watcher)]
+        stopping = [runner.cleanup(), _stop_watchers(hub.activity, watcher, hub.agents)]
         try:
             async with asyncio.timeout(STOP_BUDGET - 0.2):
                 results = await asyncio.gather(*stopping, return_exceptions=True)

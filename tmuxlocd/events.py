@@ -13,6 +13,7 @@ from typing import Literal, get_args
 import msgspec
 
 from tmuxlocd.activity import Activity
+from tmuxlocd.agent_view import AgentInfo
 from tmuxlocd.location import Location, ServerRef, changed_fields, sort_pane_ids
 
 
@@ -50,6 +51,14 @@ class PaneActivity(_Event, frozen=True, kw_only=True, tag="pane.activity"):
     changed: tuple[str, ...]
 
 
+class AgentStateChanged(_Event, frozen=True, kw_only=True, tag="agent.state"):
+    """An agent started, changed state or is gone (SPEC §13); ``before`` is its last
+    state (null: it is new).  Only streams that ask for it with ``types=`` get it."""
+
+    agent: AgentInfo
+    before: str | None = None
+
+
 class ServerUp(_Event, frozen=True, kw_only=True, tag="server.up"):
     server: ServerRef
 
@@ -66,7 +75,9 @@ class Lagged(_Event, frozen=True, kw_only=True, tag="lagged"):
     pass
 
 
-ChangeEvent = PaneAdded | PaneChanged | PaneRemoved | ServerUp | ServerDown | PaneActivity
+ChangeEvent = (
+    PaneAdded | PaneChanged | PaneRemoved | ServerUp | ServerDown | PaneActivity | AgentStateChanged
+)
 Event = SnapshotEvent | ChangeEvent | Reset | Lagged
 
 # Types a client may name in ?types= (change events only; SPEC §5).
@@ -74,9 +85,10 @@ ChangeType = Literal["pane.added", "pane.changed", "pane.removed", "server.up", 
 CHANGE_TYPES: frozenset[str] = frozenset(get_args(ChangeType))
 # Types a stream gets only when it names them (a stream without ``types=`` is told of
 # locations only, as before activity existed).
-ActivityType = Literal["pane.activity"]
-ACTIVITY_TYPES: frozenset[str] = frozenset(get_args(ActivityType))
-STREAM_TYPES: frozenset[str] = CHANGE_TYPES | ACTIVITY_TYPES
+ActivityType = Literal["pane.activity", "agent.state"]
+ACTIVITY_TYPES: frozenset[str] = frozenset(("pane.activity",))
+AGENT_TYPES: frozenset[str] = frozenset(("agent.state",))
+STREAM_TYPES: frozenset[str] = CHANGE_TYPES | frozenset(get_args(ActivityType))
 
 HEARTBEAT_JSON = b'{"type":"heartbeat"}'
 

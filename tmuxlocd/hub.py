@@ -38,8 +38,9 @@ from tmuxlocd.journal import RING_SIZE, Journal, Published
 from tmuxlocd.location import Location, LocationBuilder, ServerRef
 from tmuxlocd.model import ServerState
 
-if TYPE_CHECKING:  # it imports this module
+if TYPE_CHECKING:  # they import this module
     from tmuxlocd.activity_watch import ActivityWatcher
+    from tmuxlocd.agent_registry import AgentRegistry
 
 ObserverStatus = Literal["attached", "down", "error"]
 
@@ -166,6 +167,8 @@ class Hub:
         self.syncer: Syncer | None = None
         # The pane activity watcher (tmuxlocd.activity_watch), once the daemon made one.
         self.activity: ActivityWatcher | None = None
+        # The agents the harnesses' hooks report (tmuxlocd.agent_registry), once made.
+        self.agents: AgentRegistry | None = None
         # Moves with every applied re-sync and every server that goes or is forgotten: an
         # answer computed at one version is the answer at that version (memo.Kept).
         self.version = 0
@@ -271,6 +274,8 @@ class Hub:
                             continue
                         sub.sink = None
                     sub.offer(admitted)
+            if self.agents is not None:
+                self.agents.published(out)  # a pane's end is its agents' end
         return out
 
     def since(self, seq: int) -> list[Published]:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tmuxlocd.agents import STATE_EVENTS
 from tmuxlocd.harness import EVENT_IN_ARGV, HARNESSES, SHELL_TOOL
 
 MCP_NAME = "tmux"
@@ -83,6 +84,10 @@ HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
 # "timeoutSec": ...}]}}).
 FLAT_HOOKS = frozenset(("copilot",))
 COPILOT_HOOKS_VERSION = 1
+# Agent state (tmuxlocd.agents): the same hook command for the events that only report it
+# (the events above report it too, in the same process).
+for _harness, _events in STATE_EVENTS.items():
+    HOOK_EVENTS[_harness] += _events
 
 _OURS = re.compile(
     r"(?:(?:^|[\s/'\"])tmuxlocd['\"]?\s+context|/tmuxlocd/context\.py['\"]?)"

@@ -16,6 +16,7 @@ from collections import deque
 import msgspec
 
 from tmuxlocd.events import (
+    AgentStateChanged,
     ChangeEvent,
     Event,
     Lagged,
@@ -26,8 +27,9 @@ from tmuxlocd.events import (
 )
 
 RING_SIZE = 16_384  # the spec asks for at least 10,000 events of history
-# pane.activity events are kept in a ring of their own, so that a busy pane's many starts and
-# ends never push out the location events a stream without activity resumes from.
+# pane.activity (and agent.state) events are kept in a ring of their own, so that a busy
+# pane's many starts and ends never push out the location events a stream without activity
+# resumes from.
 ACTIVITY_RING_SIZE = 4_096
 
 
@@ -86,7 +88,8 @@ class Journal:
             self.seq += 1
             stamped = msgspec.structs.replace(event, id=self.event_id(), time=now)
             item = Published(self.seq, stamped, encoder.encode(stamped))
-            ring = self._activity_ring if isinstance(stamped, PaneActivity) else self._ring
+            opt_in = isinstance(stamped, PaneActivity | AgentStateChanged)
+            ring = self._activity_ring if opt_in else self._ring
             ring.append((item.seq, item.json))
             out.append(item)
         return out

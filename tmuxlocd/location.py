@@ -414,7 +414,15 @@ def _one_line(value: str) -> str:
     return _json_string(value)[1:-1]
 
 
-def text_form(loc: Location, *, turn: int | None = None, with_neighbors: bool = False) -> str:
+def text_form(
+    loc: Location,
+    *,
+    turn: int | None = None,
+    with_neighbors: bool = False,
+    agents: Mapping[str, str] | None = None,
+) -> str:
+    """The text form; ``agents`` (pane id -> harness) names the neighbours that hold a coding
+    agent, ``right %4 (codex)``: which, not its state, so a state change changes no text."""
     head = "tmux location:" if turn is None else f"tmux location (turn {turn}):"
     w, p = loc.window, loc.pane
     lines = [
@@ -429,9 +437,15 @@ def text_form(loc: Location, *, turn: int | None = None, with_neighbors: bool = 
         # A floating pane has no edge neighbours; what it lies over is what "below" means.
         lines.append(f"neighbors: floating, covers {','.join(p.covers) or 'none'}")
     elif with_neighbors:
-        parts = [
-            f"{d} {','.join(ids) if (ids := getattr(loc.neighbors, d)) else 'none'}"
-            for d in DIRECTIONS
-        ]
+        named = agents or {}
+        parts = []
+        for d in DIRECTIONS:
+            ids = getattr(loc.neighbors, d)
+            parts.append(f"{d} {','.join(_with_agent(i, named) for i in ids) if ids else 'none'}")
         lines.append("neighbors: " + "; ".join(parts))
     return "".join(line + "\n" for line in lines)
+
+
+def _with_agent(pane: str, agents: Mapping[str, str]) -> str:
+    harness = agents.get(pane)
+    return pane if harness is None else f"{pane} ({harness})"

@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 
 from tmuxlocd import __version__, direct, identity, queries
 from tmuxlocd.activity import UNTILS, WAIT_MAX_S, Until
+from tmuxlocd.agent_view import AGENT_UNTILS, AgentUntil
 from tmuxlocd.answers import summary_of
 from tmuxlocd.cli import id_number
 from tmuxlocd.client import (
@@ -186,6 +187,27 @@ TOOLS: tuple[mt.Tool, ...] = (
         annotations=_READ_ONLY,
     ),
     mt.Tool(
+        name="list_agents",
+        title="Coding agents in panes, and which one needs its user",
+        description=(
+            'Use this for "ask the agent in the pane to my right", "which agent is waiting", '
+            '"is the other agent done": the coding agents (Claude Code, Codex, Gemini CLI) '
+            "in this window (scope=window, the default), session or server, as JSON "
+            "{agents: [{pane, harness, session_id, state, reason, since, location}]}: state "
+            "working (answering a prompt), waiting (asked its user: reason says what) or "
+            "idle (ready for a prompt), from the agents' own hooks. Then wait_for_pane with "
+            "until=agent-idle to wait for one to finish."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "scope": {"type": "string", "enum": list(SCOPES), "default": "window"},
+            },
+            "additionalProperties": False,
+        },
+        annotations=_READ_ONLY,
+    ),
+    mt.Tool(
         name="wait_for_pane",
         title="Wait until a pane's command finishes",
         description=(
@@ -199,7 +221,9 @@ TOOLS: tuple[mt.Tool, ...] = (
             "location, waited_ms}; outcome timeout or gone (the pane was killed, or its "
             "window or server) is never met. Find the pane first (find_adjacent_panes, "
             "list_panes). On outcome timeout the command is still running: call again to keep "
-            "waiting."
+            "waiting. For a pane that holds a coding agent (list_agents), until=agent-idle "
+            "waits for its turn to end and agent-waiting for it to ask its user something; "
+            "outcome agent-gone: the agent ended."
         ),
         input_schema={
             "type": "object",
@@ -208,7 +232,11 @@ TOOLS: tuple[mt.Tool, ...] = (
                     "type": "string",
                     "description": 'the pane: "self" or an id such as %3',
                 },
-                "until": {"type": "string", "enum": list(UNTILS), "default": "idle"},
+                "until": {
+                    "type": "string",
+                    "enum": [*UNTILS, *AGENT_UNTILS],
+                    "default": "idle",
+                },
                 "timeout_s": {
                     "type": "number",
                     "minimum": 0,
@@ -593,14 +621,23 @@ class Shim:
         except ClientError as exc:
             raise _failure(exc) from None
 
+    async def list_agents(self, scope: str) -> bytes:
+        if scope not in SCOPES:
+            raise ToolFailure(f"scope must be one of {', '.join(SCOPES)}")
+        try:
+            answer = await self.client.agents(SCOPES[SCOPES.index(scope)])
+        except DaemonUnavailable as exc:
+            raise ToolFailure(f"the tmuxlocd daemon is not answering ({exc})") from None
+        return _json.encode(answer)
+
     async def wait_for_pane(self, pane: str, until: str, timeout_s: object) -> bytes:
-        if until not in UNTILS:
-            raise ToolFailure(f"until must be one of {', '.join(UNTILS)}")
+        if until not in UNTILS and until not in AGENT_UNTILS:
+            raise ToolFailure(f"until must be one of {', '.join(UNTILS + AGENT_UNTILS)}")
         if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float):
             raise ToolFailure("timeout_s must be a number of seconds")
         if not 0 <= timeout_s <= WAIT_MAX_S:
             raise ToolFailure(f"timeout_s must be from 0 to {WAIT_MAX_S:g}")
-        u = cast(Until, until)
+        u = cast(Until | AgentUntil, until)
         try:
             answer = await self.client.wait(_pane_id(pane), u, timeout_s=float(timeout_s))
         except DaemonUnavailable as exc:
@@ -646,6 +683,9 @@ class Shim:
                     _arg(args, "scope", "window"), _arg(args, "detail", "summary")
                 )
                 return _result(body.decode("utf-8"), live=live)
+            if params.name == "list_agents":
+                body = await self.list_agents(_arg(args, "scope", "window"))
+                return _result(body.decode("utf-8"))
             if params.name == "wait_for_pane":
                 body = await self.wait_for_pane(
                     _arg(args, "pane", None),

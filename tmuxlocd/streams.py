@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from tmuxlocd.events import (
+    AgentStateChanged,
     Event,
     PaneActivity,
     PaneAdded,
@@ -280,6 +281,16 @@ class StreamCore:
                 return self.selection.server is None or ref.socket_path == self.selection.server
             case PaneAdded(location=loc) | PaneRemoved(last=loc) | PaneActivity(location=loc):
                 return self.selection.matches(loc)
+            case AgentStateChanged(agent=agent):
+                where = agent.location
+                if where is None:  # its pane is gone: by the ids it had
+                    sel = self.selection
+                    return (
+                        not sel.scoped
+                        and sel.server in (None, agent.server)
+                        and sel.pane in (None, agent.pane)
+                    )
+                return self.selection.matches(where)
             case PaneChanged(location=loc, changed=changed):
                 if self.selection.matches(loc):
                     return True

@@ -620,7 +620,7 @@ def test_doctor_codex_trust(home: Home) -> None:
     rc, answer = home.doctor("codex")
     assert (rc, statuses(answer, "codex")["trust"]) == (1, "problem")
     trust = next(f for f in answer["findings"] if f["check"] == "trust")
-    assert trust["found"].startswith("trust state present for 0 of 3 installed hook commands")
+    assert trust["found"].startswith("trust state present for 0 of 5 installed hook commands")
     assert "/hooks" in trust["fix"]
     trust_as_codex(home)
     rc, answer = home.doctor("codex")
@@ -633,7 +633,7 @@ def test_doctor_codex_trust(home: Home) -> None:
     rc, answer = home.doctor("codex")
     assert (rc, statuses(answer, "codex")["trust"]) == (1, "problem")
     trust = next(f for f in answer["findings"] if f["check"] == "trust")
-    assert "present for 3 of 3" in trust["found"] and "another command" in trust["found"]
+    assert "present for 5 of 5" in trust["found"] and "another command" in trust["found"]
 
 
 def test_doctor_every_harness_found(home: Home) -> None:

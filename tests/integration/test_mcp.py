@@ -233,6 +233,7 @@ def test_tools_resources_and_instructions(basic: tuple[Run, Grid]) -> None:
         "where_am_i",
         "find_adjacent_panes",
         "list_panes",
+        "list_agents",
         "wait_for_pane",
     ]
     for tool in run["tools"]:

@@ -41,6 +41,9 @@ ALL_THERE = PathFacts(
 )
 
 # What Codex 0.169.0 answered in hooks/list for the hooks `install codex` writes.
+# The hashes of the three context events are Codex's own (as its /hooks wrote them); those of
+# the two agent-state events were made by ``doctor.codex_hook_hash``, which the first three
+# and ``test_codex_hash_is_codexs`` check against Codex's.
 CODEX_HASHES = {
     "/opt/tools/venv": {
         "PostToolUse": "sha256:3dac3b463dbc07d6a81a67b173b4c205c9086796b0c535016130f798c9b9e35e",
@@ -48,6 +51,10 @@ CODEX_HASHES = {
         "UserPromptSubmit": (
             "sha256:65e67fec796dace5dfb48a9d7695e7ad2910e849e38fc13f3d7bbf39d895a587"
         ),
+        "PermissionRequest": (
+            "sha256:d254ce2e19147416276e0ad3c742c7d1be7b6d71ce6413f9cbee352eb32c04e2"
+        ),
+        "Stop": "sha256:03beb6072411f374d7b77f738db5991206f59c00ef940eda6e851270cf2d60d5",
     },
     "/old/venv": {
         "PostToolUse": "sha256:d1a621482dedcafb76fb017f95869f1d16f4a275072a68e49d6bfb3811b98bcb",
@@ -55,12 +62,18 @@ CODEX_HASHES = {
         "UserPromptSubmit": (
             "sha256:6c9e28d81992789c40e60f1c8cb523a6a0104ddb3425a32df15a76d91bfdf821"
         ),
+        "PermissionRequest": (
+            "sha256:baee8a7fe5b6c9e6a93a10423230b71d5109b1d89b50402c1f55692fa911a32b"
+        ),
+        "Stop": "sha256:e200ca1c2fd9eb51eb10d554a1a2752a497aea069d8d333dedc3b7d5d116f0cf",
     },
 }
 CODEX_LABELS = {
     "PostToolUse": "post_tool_use",
     "SessionStart": "session_start",
     "UserPromptSubmit": "user_prompt_submit",
+    "PermissionRequest": "permission_request",
+    "Stop": "stop",
 }
 
 
@@ -193,7 +206,7 @@ def test_codex_healthy_when_trusted_for_these_commands() -> None:
     s.trust(CODEX_HASHES["/opt/tools/venv"])
     found = s.run()
     assert all(f.status == OK for f in found), found
-    assert one(found, "trust").found.startswith("trusted: 3 of 3 hook commands")
+    assert one(found, "trust").found.startswith("trusted: 5 of 5 hook commands")
 
 
 def test_codex_hash_is_codexs() -> None:
@@ -440,7 +453,7 @@ def test_codex_untrusted_after_install() -> None:
     found = Setup("codex").run()
     trust = one(found, "trust")
     assert trust.status == PROBLEM
-    assert trust.found.startswith("trust state present for 0 of 3 installed hook commands")
+    assert trust.found.startswith("trust state present for 0 of 5 installed hook commands")
     assert trust.fix is not None and "/hooks" in trust.fix and "never writes trust" in trust.fix
     assert doctor.exit_status(found) == 1
 
@@ -454,7 +467,7 @@ def test_codex_trusted_for_another_path() -> None:
     s.install(EXE, HOOK)
     trust = one(s.run(), "trust")
     assert trust.status == PROBLEM
-    assert "present for 3 of 3" in trust.found and "trusted for another command" in trust.found
+    assert "present for 5 of 5" in trust.found and "trusted for another command" in trust.found
 
 
 def test_codex_a_new_floor_untrusts_too() -> None:
@@ -471,7 +484,7 @@ def test_codex_partly_trusted() -> None:
     s.trust(hashes)
     trust = one(s.run(), "trust")
     assert trust.status == PROBLEM
-    assert "present for 2 of 3" in trust.found and "never trusted: PostToolUse" in trust.found
+    assert "present for 4 of 5" in trust.found and "never trusted: PostToolUse" in trust.found
 
 
 def test_codex_trust_keyed_by_another_hooks_file_is_not_ours() -> None:
@@ -479,7 +492,7 @@ def test_codex_trust_keyed_by_another_hooks_file_is_not_ours() -> None:
     s.trust(CODEX_HASHES["/opt/tools/venv"])
     text = s.texts[s.where["state"]] or ""
     s.texts[s.where["state"]] = text.replace(str(s.where["hooks"]), "/elsewhere/hooks.json")
-    assert "present for 0 of 3" in one(s.run(), "trust").found
+    assert "present for 0 of 5" in one(s.run(), "trust").found
 
 
 def test_codex_trust_key_follows_the_group_position() -> None:
@@ -514,7 +527,7 @@ def test_codex_cannot_verify_is_never_trusted() -> None:
     s.trust(CODEX_HASHES["/opt/tools/venv"])
     trust = one(s.run(), "trust")
     assert trust.status == WARNING
-    assert "present for 3 of 3" in trust.found and "cannot verify" in trust.found
+    assert "present for 5 of 5" in trust.found and "cannot verify" in trust.found
 
 
 def test_codex_state_that_does_not_parse() -> None:

@@ -37,6 +37,8 @@ CORE = (
     "harness",
     "errors",
     "activity",
+    "agents",
+    "agent_view",
 )
 SHELL = (
     "activity_watch",

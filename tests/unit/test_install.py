@@ -77,7 +77,16 @@ def test_claude_user(env: Env) -> None:
     assert env.run("claude") == 0
     settings = env.home / ".claude" / "settings.json"
     hooks = hooks_of(settings)
-    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "PostToolUse"]
+    assert list(hooks) == [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        # agent state (tmuxlocd.agents), by the same command
+        "PermissionRequest",
+        "Notification",
+        "Stop",
+        "SessionEnd",
+    ]
     cmd = f"{EXE[0]} context claude"
     for event in hooks:
         assert hooks[event] == [
@@ -103,7 +112,13 @@ def test_claude_project(env: Env) -> None:
 def test_codex(env: Env) -> None:
     assert env.run("codex") == 0
     hooks = hooks_of(env.home / ".codex" / "hooks.json")
-    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "PostToolUse"]
+    assert list(hooks) == [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PermissionRequest",
+        "Stop",
+    ]
     assert hooks["PostToolUse"][0]["matcher"] == "Bash"
     assert hooks["UserPromptSubmit"][0]["hooks"][0]["timeout"] == 10  # seconds
     config = tomlkit.parse((env.home / ".codex" / "config.toml").read_text())
@@ -125,7 +140,15 @@ def test_gemini(env: Env) -> None:
     assert env.run("gemini") == 0
     settings = json.loads((env.home / ".gemini" / "settings.json").read_text())
     hooks = settings["hooks"]
-    assert list(hooks) == ["SessionStart", "BeforeAgent", "AfterTool", "PreCompress"]
+    assert list(hooks) == [
+        "SessionStart",
+        "BeforeAgent",
+        "AfterTool",
+        "PreCompress",
+        "Notification",
+        "AfterAgent",
+        "SessionEnd",
+    ]
     assert hooks["AfterTool"][0]["matcher"] == "run_shell_command"
     entry = hooks["BeforeAgent"][0]["hooks"][0]
     assert entry == {
@@ -195,7 +218,9 @@ def test_existing_entries_are_kept_and_remove_is_byte_identical(env: Env) -> Non
     env.run("claude")
     data = json.loads(settings.read_text())
     assert data["model"] == "opus" and data["permissions"] == CLAUDE["permissions"]
-    assert data["hooks"]["Stop"] == CLAUDE["hooks"]["Stop"]
+    # The user's Stop hook is kept, first; ours (agent state) follows it.
+    assert data["hooks"]["Stop"][: len(CLAUDE["hooks"]["Stop"])] == CLAUDE["hooks"]["Stop"]
+    assert len(data["hooks"]["Stop"]) == len(CLAUDE["hooks"]["Stop"]) + 1
     assert data["hooks"]["PostToolUse"][0] == CLAUDE["hooks"]["PostToolUse"][0]
     assert data["hooks"]["PostToolUse"][1]["matcher"] == "Bash"
     assert list(data) == ["model", "permissions", "hooks"]

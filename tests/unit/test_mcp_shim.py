@@ -256,3 +256,51 @@ async def test_where_am_i_fresh_surfaces_a_failed_reread_as_an_error() -> None:
     assert (await call({"fresh": "yes"})).is_error
     schema = next(t for t in shim.TOOLS if t.name == "where_am_i").input_schema
     assert schema["properties"]["fresh"]["type"] == "boolean"
+
+
+class _Agents:
+    """A daemon client that answers ``agents`` with one agent and records the scopes."""
+
+    accept_ancestor = False
+
+    def __init__(self) -> None:
+        self.scopes: list[str] = []
+
+    async def agents(self, scope: str = "window", state: str | None = None) -> Any:
+        from tmuxlocd.agent_view import AgentInfo, AgentList
+
+        self.scopes.append(scope)
+        one = AgentInfo(
+            pane="%4",
+            server="/s",
+            harness="codex",
+            session_id="x",
+            state="waiting",
+            reason="permission: Bash",
+            since=1.0,
+            pid=9,
+        )
+        return AgentList(agents=(one,))
+
+
+async def test_list_agents_tool() -> None:
+    from mcp import types as mt
+
+    client = _Agents()
+    s = shim.Shim(client, accept_ancestor=False)  # type: ignore[arg-type]
+
+    async def call(arguments: dict[str, Any]) -> mt.CallToolResult:
+        params = mt.CallToolRequestParams(name="list_agents", arguments=arguments)
+        return await s.on_call_tool(None, params)  # type: ignore[arg-type]
+
+    ok = await call({"scope": "session"})
+    assert not ok.is_error
+    (content,) = ok.content
+    assert isinstance(content, mt.TextContent)
+    [agent] = json.loads(content.text)["agents"]
+    assert (agent["pane"], agent["state"], agent["reason"]) == ("%4", "waiting", "permission: Bash")
+    assert (await call({})).is_error is False
+    assert client.scopes == ["session", "window"]
+    assert (await call({"scope": "galaxy"})).is_error
+    wait = next(t for t in shim.TOOLS if t.name == "wait_for_pane").input_schema
+    assert {"agent-idle", "agent-waiting"} <= set(wait["properties"]["until"]["enum"])

@@ -26,7 +26,7 @@ from tmuxlocd.api.errors import ApiError
 from tmuxlocd.api.lookup import Lookup
 from tmuxlocd.api.params import EventsQuery
 from tmuxlocd.api.waits import activity_interest
-from tmuxlocd.events import ACTIVITY_TYPES, CHANGE_TYPES, HEARTBEAT_JSON
+from tmuxlocd.events import ACTIVITY_TYPES, AGENT_TYPES, CHANGE_TYPES, HEARTBEAT_JSON
 from tmuxlocd.hub import Published, Subscriber
 from tmuxlocd.queries import Selection
 from tmuxlocd.streams import SSE_HEARTBEAT, EventFrames, StreamCore, StreamFormat, http_chunk
@@ -271,7 +271,7 @@ async def get_events(ctx: Context, request: web.Request, q: EventsQuery) -> web.
         )
     types = CHANGE_TYPES if q.types is None else q.types
     if fmt == "text":  # the text form is of locations: activity never changes it
-        types = types - ACTIVITY_TYPES
+        types = types - ACTIVITY_TYPES - AGENT_TYPES
     stream = Stream(
         ctx,
         selection,

@@ -32,7 +32,7 @@ from typing import (
 import msgspec
 from msgspec import Meta
 
-from tmuxlocd.activity import WAIT_DEFAULT_S, WAIT_MAX_S, Until
+from tmuxlocd.activity import WAIT_DEFAULT_S, WAIT_MAX_S
 from tmuxlocd.api.errors import ApiError
 from tmuxlocd.events import STREAM_TYPES, ActivityType, ChangeType
 from tmuxlocd.layout import Direction
@@ -170,7 +170,7 @@ ChangeTypes = Annotated[
     frozenset[ChangeType | ActivityType],
     Meta(
         description="comma list of the event types to send (default: every type but "
-        "pane.activity, which a stream gets only when it names it)",
+        "pane.activity and agent.state, which a stream gets only when it names them)",
         extra={"decode": _types},
     ),
 ]
@@ -293,10 +293,14 @@ class EventsQuery(Query, frozen=True, kw_only=True):
     ) = None
 
 
+# The pane's activity (``activity.Until``), or its agent's state (SPEC §13).
+WaitUntil = Literal["idle", "busy", "exit", "change", "agent-idle", "agent-waiting"]
+
+
 class WaitQuery(Query, frozen=True, kw_only=True):
     path_params = ("pane",)
     accept: Accept | None = None
-    until: Until = "idle"
+    until: WaitUntil = "idle"
     timeout_s: Annotated[
         float,
         Meta(
@@ -308,6 +312,46 @@ class WaitQuery(Query, frozen=True, kw_only=True):
     ] = WAIT_DEFAULT_S
     pane: PaneId
     server: Server | None = None
+
+
+def _short(name: str, value: str) -> str:
+    if len(value) > 512 or "\0" in value or "\n" in value:
+        bad(name, value, "one line of at most 512 characters")
+    return value
+
+
+ShortText = Annotated[
+    str, Meta(description="one line, at most 512 characters", extra={"decode": _short})
+]
+AgentStateName = Literal["working", "waiting", "idle"]
+
+
+class AgentsQuery(Query, frozen=True, kw_only=True):
+    accept: Accept | None = None
+    format: JsonOnly | None = None
+    state: AgentStateName | None = None
+    server: Server | None = None
+    window: WindowId | None = None
+    session: SessionId | None = None
+    pane: PaneId | None = None
+
+
+class AgentReportQuery(Query, frozen=True, kw_only=True):
+    """Also the JSON body's fields (SPEC §13): the body's win over the query's."""
+
+    harness: Literal["claude", "codex", "gemini"] | None = None
+    session_id: ShortText | None = None
+    event: ShortText | None = None
+    state: Literal["working", "waiting", "idle", "gone"] | None = None
+    reason: ShortText | None = None
+
+
+class AgentReportBody(msgspec.Struct, frozen=True, kw_only=True):
+    harness: str | None = None
+    session_id: str | None = None
+    event: str | None = None
+    state: str | None = None
+    reason: str | None = None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from aiohttp import web
@@ -76,17 +77,28 @@ def wants_text(request: web.Request, fmt: str | None) -> bool:
 
 
 def text_answer(
-    request: web.Request, loc: Location, turn: int | None, with_neighbors: bool
+    request: web.Request,
+    loc: Location,
+    turn: int | None,
+    with_neighbors: bool,
+    agents: Mapping[str, str] | None = None,
 ) -> web.Response:
-    return respond(request, prepare_text(loc, turn, with_neighbors))
+    return respond(request, prepare_text(loc, turn, with_neighbors, agents))
 
 
-def prepare_text(loc: Location, turn: int | None, with_neighbors: bool) -> Prepared:
+def prepare_text(
+    loc: Location,
+    turn: int | None,
+    with_neighbors: bool,
+    agents: Mapping[str, str] | None = None,
+) -> Prepared:
     """The text form.  Its ETag is that of the text without the turn label: a harness asks
     each turn with ``turn=N`` and ``If-None-Match`` and must get 304 while the location is
     unchanged (the per-turn pattern), which an ETag over the label could never give."""
-    body = text_form(loc, turn=turn, with_neighbors=with_neighbors).encode("utf-8")
+    body = text_form(loc, turn=turn, with_neighbors=with_neighbors, agents=agents).encode()
     unlabelled = (
-        body if turn is None else text_form(loc, with_neighbors=with_neighbors).encode("utf-8")
+        body
+        if turn is None
+        else text_form(loc, with_neighbors=with_neighbors, agents=agents).encode()
     )
     return prepare(body, "text/plain", etag_of=unlabelled)

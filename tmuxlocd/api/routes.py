@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tmuxlocd.agent_view import AgentInfo, AgentList
 from tmuxlocd.answers import (
     Accepted,
     DirectionNeighbors,
@@ -16,8 +17,11 @@ from tmuxlocd.answers import (
     Tree,
     WaitAnswer,
 )
-from tmuxlocd.api import events, views, waits
+from tmuxlocd.api import agents, events, views, waits
 from tmuxlocd.api.params import (
+    AgentReportBody,
+    AgentReportQuery,
+    AgentsQuery,
     EventsQuery,
     HealthQuery,
     NeighborsQuery,
@@ -79,8 +83,9 @@ ROUTES: tuple[Route[Any], ...] = (
         "/v1/panes/{pane}/wait",
         waits.get_wait,
         WaitQuery,
-        "Wait until a pane is idle, busy, has exited or changed activity (a long-poll: at "
-        "once if already true; timeout and a pane gone are outcomes of their own)",
+        "Wait until a pane is idle, busy, has exited or changed activity, or its agent is "
+        "idle or waiting (a long-poll: at once if already true; timeout and a pane gone "
+        "are outcomes of their own)",
         (Reply(200, "how the wait ended", WaitAnswer),),
         errors=(404, 409, 503),
         allow_head=False,
@@ -132,6 +137,26 @@ ROUTES: tuple[Route[Any], ...] = (
         ),
         errors=(404, 409, 503),
         allow_head=False,
+    ),
+    Route(
+        "GET",
+        "/v1/agents",
+        agents.get_agents,
+        AgentsQuery,
+        "The agents the harnesses' hooks reported, where each is and its state",
+        (Reply(200, "the agents, in pane order", AgentList),),
+        errors=(404, 409, 503),
+    ),
+    Route(
+        "POST",
+        "/v1/agents/self",
+        agents.post_agent_self,
+        AgentReportQuery,
+        "From a harness's hook: its session's agent state, placed in the caller's own pane "
+        "by the kernel (its tty, else its nearest ancestor's)",
+        (Reply(200, "the agent as now recorded (state gone: no longer)", AgentInfo),),
+        errors=(404, 409, 503),
+        body=AgentReportBody,
     ),
     Route(
         "POST",

@@ -22,6 +22,7 @@ from tmuxlocd.answers import (
     summary_of,
 )
 from tmuxlocd.api import openapi, waits
+from tmuxlocd.api.agents import neighbour_agents
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import sync_failed
 from tmuxlocd.api.lookup import Lookup
@@ -83,7 +84,8 @@ async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.Stre
     elif who.location is None:
         return web.Response(status=204)
     else:
-        ready = prepare_text(who.location, q.turn, q.neighbors)
+        where = who.location
+        ready = prepare_text(where, q.turn, q.neighbors, neighbour_agents(ctx, where, q.neighbors))
     if who.verified_by == "tty" and not q.fresh:
         # Only a caller proven by its tty: its answer depends on the model and its own
         # facts, nothing else (an ancestor's answer depends on its ancestors' too).
@@ -98,7 +100,7 @@ async def get_pane(ctx: Context, request: web.Request, q: PaneQuery) -> web.Stre
     loc = look.pane(q.pane)
     if not wants_text(request, q.format):
         return json_answer(request, loc)
-    return text_answer(request, loc, q.turn, q.neighbors)
+    return text_answer(request, loc, q.turn, q.neighbors, neighbour_agents(ctx, loc, q.neighbors))
 
 
 async def get_panes(ctx: Context, request: web.Request, q: PanesQuery) -> web.StreamResponse:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 import msgspec
 from aiohttp import web
@@ -22,7 +23,9 @@ from tmuxlocd.activity_watch import (
     pane_with,
     with_activity,
 )
+from tmuxlocd.agent_view import AGENT_UNTILS
 from tmuxlocd.answers import Tree, WaitAnswer
+from tmuxlocd.api.agents import wait_agent
 from tmuxlocd.api.context import Context
 from tmuxlocd.api.errors import ApiError
 from tmuxlocd.api.lookup import Lookup
@@ -44,9 +47,12 @@ async def get_wait(ctx: Context, request: web.Request, q: WaitQuery) -> web.Stre
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
     await look.settle(q.pane)
     loc = look.pane(q.pane)
+    if q.until in AGENT_UNTILS:
+        return await wait_agent(ctx, request, q, loc)
+    until = cast(activity.Until, q.until)
     watcher = _watcher(ctx)
     try:
-        result = await watcher.wait(loc, q.until, q.timeout_s)
+        result = await watcher.wait(loc, until, q.timeout_s)
     except WaitLimit:
         raise ApiError(
             503,
@@ -61,7 +67,7 @@ async def get_wait(ctx: Context, request: web.Request, q: WaitQuery) -> web.Stre
     answer = WaitAnswer(
         outcome=result.outcome,
         until=q.until,
-        met=activity.met(q.until, result.outcome),
+        met=activity.met(until, result.outcome),
         location=result.location,
         activity=result.activity,
         before=result.before,
