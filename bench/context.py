@@ -24,7 +24,7 @@ from pathlib import Path
 from bench.runner import SELF_FORMAT
 from bench.stats import fmt_ms, median, p99
 from bench.tmuxfarm import Farm
-from tmuxlocd.install import this_hook
+from tmuxlocd.clients.install import this_hook
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = str(Path(sys.executable).parent / "tmuxlocd")

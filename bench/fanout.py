@@ -317,9 +317,9 @@ async def waiter_floor(
     (the new pane's tty and pid come no other way on 3.3 without waiting for the split's
     command to end).  What the daemon spends above this is its own; what this spends above
     the floor on the ``%layout-change`` is the cost of 3.3's path on this machine."""
-    from tmuxlocd.hub import Hub
-    from tmuxlocd.mirror import install_hooks, remove_hooks, uses_message_hooks
-    from tmuxlocd.observer import WAITER_CHAIN, ServerObserver
+    from tmuxlocd.core.mirror import install_hooks, remove_hooks, uses_message_hooks
+    from tmuxlocd.daemon.hub import Hub
+    from tmuxlocd.daemon.observer import WAITER_CHAIN, ServerObserver
 
     version = farm.run("display-message", "-p", "#{version}").strip()
     if uses_message_hooks(version):

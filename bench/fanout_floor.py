@@ -51,7 +51,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from tmuxlocd.observer import WAITER_MARK
+from tmuxlocd.daemon.observer import WAITER_MARK
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nCache-Control: no-cache\r\n"
@@ -70,7 +70,7 @@ def event_line(kind: str, seq: int, size: int) -> bytes:
 
 
 # A layout's leaf cells (``WxH,X,Y,ID``); a split cell's fourth field is a ``{`` or ``[``.
-# Counted here, not by tmuxlocd.layout's strict parse (about 0.1 ms for 26 panes): the floor
+# Counted here, not by tmuxlocd.core.layout's strict parse (about 0.1 ms for 26 panes): the floor
 # does the least a publication can; tests/unit/test_fanout_floor.py holds the two to
 # the same count on layouts captured from tmux.
 LEAF = re.compile(rb"\d+x\d+,\d+,\d+,\d+")

@@ -155,8 +155,8 @@ async def query_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Resul
     the ``%layout-change``, as the daemon does on tmux 3.3.  tmux answers it only once it has
     finished the splitting command, so this is the least a query-based path can add over
     the ``%layout-change`` alternative."""
-    from tmuxlocd.model import PANE_WINDOW_FORMAT
-    from tmuxlocd.protocol import command
+    from tmuxlocd.core.model import PANE_WINDOW_FORMAT
+    from tmuxlocd.core.protocol import command
 
     peer = await attach_control(
         farm, targets.attached_session, "no-output,ignore-size,read-only", bus

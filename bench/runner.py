@@ -620,9 +620,9 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
     ``%layout-change``, and when the hook's rows arrive (3.3: the waiter's round; 3.4+: the
     ``%message`` on the same client).  What the daemon does with the rows comes after this.
     """
-    from tmuxlocd.hub import Hub
-    from tmuxlocd.mirror import MESSAGE_PREFIX, install_hooks, remove_hooks, uses_message_hooks
-    from tmuxlocd.observer import WAITER_CHAIN, WAITER_MARK, ServerObserver
+    from tmuxlocd.core.mirror import MESSAGE_PREFIX, install_hooks, remove_hooks, uses_message_hooks
+    from tmuxlocd.daemon.hub import Hub
+    from tmuxlocd.daemon.observer import WAITER_CHAIN, WAITER_MARK, ServerObserver
 
     peer = await attach_control(farm, targets.attached_session, "no-output,ignore-size", bus)
     # tmux 3.3 may answer a new control client's commands before its attach completes, with
@@ -870,7 +870,7 @@ async def costs_without_daemon(
     """What tmux spends alone, before any daemon runs: its idle CPU (B5's base), a split in
     the attached and in another session (B7's base) and one full listing of the location
     fields and of the daemon's own (B7's yardstick).  Figures of rounds of one size add up."""
-    from tmuxlocd.model import PANE_FORMAT
+    from tmuxlocd.core.model import PANE_FORMAT
 
     panes = farm.total
     base = await idle_cpu(farm, None, plan.idle_s)

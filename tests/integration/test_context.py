@@ -22,8 +22,8 @@ import pytest
 
 from tests.daemontest import REPO, SCRIPT, Daemon, Rig, private_rig
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.context import transcript_writers
-from tmuxlocd.install import this_hook
+from tmuxlocd.clients.context import transcript_writers
+from tmuxlocd.clients.install import this_hook
 
 pytestmark = [
     pytest.mark.integration,

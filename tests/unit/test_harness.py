@@ -1,4 +1,4 @@
-"""The decisions of ``tmuxlocd context`` (``tmuxlocd.harness``), without any I/O."""
+"""The decisions of ``tmuxlocd context`` (``tmuxlocd.core.harness``), without any I/O."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmuxlocd import harness, paths
-from tmuxlocd.harness import (
+from tmuxlocd.core import harness
+from tmuxlocd.core.harness import (
     ABSENT,
     ORIGIN_START,
     ORIGIN_TURN,
@@ -38,6 +38,7 @@ from tmuxlocd.harness import (
     render,
     state_name,
 )
+from tmuxlocd.host import paths
 
 REPO = str(Path(__file__).resolve().parents[2])
 
@@ -786,9 +787,10 @@ def test_clients_find_a_daemon_whose_host_cleared_xdg_runtime_dir() -> None:
 
 def test_context_imports_nothing_heavy() -> None:
     code = (
-        "import sys; sys.path.insert(0, '.'); from tmuxlocd.cli import main; "
-        "import tmuxlocd.context; "
-        "heavy = {'msgspec', 'aiohttp', 'asyncio', 'tmuxlocd.client', 'tmuxlocd.location', "
+        "import sys; sys.path.insert(0, '.'); from tmuxlocd.clients.cli import main; "
+        "import tmuxlocd.clients.context; "
+        "heavy = {'msgspec', 'aiohttp', 'asyncio', 'tmuxlocd.clients.client', "
+        "'tmuxlocd.core.location', "
         "'typing', 'argparse', 'subprocess', 'socket', 'tomlkit', 'dataclasses', 'json', "
         "'re', 'collections'}; "
         "print(sorted(heavy & set(sys.modules)))"
@@ -839,7 +841,7 @@ def test_writer_tty(holders: list[harness.Holder], tty: int) -> None:
 
 
 def test_transcript_writers_are_the_processes_writing_it(tmp_path: Path) -> None:
-    from tmuxlocd import context
+    from tmuxlocd.clients import context
 
     transcript = tmp_path / "rollout.jsonl"
     transcript.write_bytes(b"")
@@ -863,7 +865,8 @@ def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
 ) -> None:
     """The hook's nearest ancestor with a tty is on no pane's tty: the harness runs outside
     tmux, so a writer of its transcript in some pane is not asked about."""
-    from tmuxlocd import context, identity
+    from tmuxlocd.clients import context
+    from tmuxlocd.host import identity
 
     log = tmp_path / "log"
     event = harness.HookEvent("codex", "UserPromptSubmit", harness.PROMPT, "s1", "", "/t.jsonl")

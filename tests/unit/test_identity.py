@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd.identity import (
+from tmuxlocd.core.queries import SHARED_ANCESTOR
+from tmuxlocd.host.identity import (
     PeerFacts,
     ProcStat,
     environ_pane,
@@ -23,7 +24,6 @@ from tmuxlocd.identity import (
     serves_sessions,
     tty_path,
 )
-from tmuxlocd.queries import SHARED_ANCESTOR
 
 # Field 7 is tty_nr; the rest of a real line follows it.
 _TAIL = "0 -1 4194560 123 0 0 0 1 2 0 0 20 0 1 0 12345 1000 200 18446744073709551615"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tmuxlocd import spelling
-from tmuxlocd.hub import Hub
-from tmuxlocd.mirror import LAYOUTS_OPTION
-from tmuxlocd.observer import ALIVE, WAITER_CHAIN, WAITER_MARK, ServerObserver
+from tmuxlocd.core import spelling
+from tmuxlocd.core.mirror import LAYOUTS_OPTION
+from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.daemon.observer import ALIVE, WAITER_CHAIN, WAITER_MARK, ServerObserver
 
 
 def test_the_waiter_is_a_utf8_client_serving_a_chain_of_rounds() -> None:

@@ -4,8 +4,8 @@ Start-up time matters here more than anywhere: ``notify`` runs from tmux hooks (
 per hook firing) and ``where`` runs once per turn of an agent.  So this module imports only
 the standard library's cheapest parts at load time, ``notify`` is handled before argparse is
 even imported, and ``where`` talks to the daemon over a hand-written HTTP/1.1 exchange that
-needs neither msgspec nor http.client.  Everything heavier (the typed client, the daemon) is
-imported by the command that needs it.
+needs neither msgspec nor http.client (``tmuxlocd.clients.rawhttp``).  Everything heavier
+(the typed client, the daemon) is imported by the command that needs it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import sys
 
-from tmuxlocd.paths import client_socket_path as daemon_socket
+from tmuxlocd.clients.rawhttp import NoDaemon, RawResponse, raw_request
+from tmuxlocd.core.urls import notify_target, self_target
+from tmuxlocd.host.paths import client_socket_path as daemon_socket
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs `notify` several ms, and
 # mypy treats any constant of this name the same way.
@@ -22,8 +24,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Mapping, Sequence
 
-    from tmuxlocd.client import Client, Tree
-    from tmuxlocd.events import Event
+    from tmuxlocd.clients.client import Client, Tree
+    from tmuxlocd.core.events import Event
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -33,158 +35,6 @@ EXIT_NOT_IN_PANE = 3
 NOTIFY_TIMEOUT = 0.5  # a hook job must never linger: the daemon answers 202 at once
 WHERE_TIMEOUT = 3.0
 SYNC_WAIT = 15.0  # longer than the daemon's barrier deadline (10 s): its 503 is heard
-
-# ----------------------------------------------------------------------------------------------
-# The wire under every client: one HTTP/1.1 exchange on the Unix socket, query strings and the
-# spelling of ids and of the fast paths' requests (SPEC §4).  Here, in the module notify and
-# where run anyway, so that a hook job loads no module more for them; the harness hook
-# (tmuxlocd.context) and the typed clients' core (tmuxlocd.client_core) import them from here.
-
-_SIGILS = {"pane": "%", "window": "@", "session": "$"}
-
-
-def id_number(value: str, kind: str) -> str:
-    """``self``, or the bare number of a ``kind`` id written ``%3`` or ``3`` (``@``/``$`` for
-    windows and sessions): what a URL carries, since a literal ``%`` there would have to be
-    written ``%25``.  Raises ValueError for anything else."""
-    if value == "self":
-        return value
-    sigil = _SIGILS[kind]
-    number = value.removeprefix(sigil)
-    # str.isdigit() accepts other scripts' digits; the daemon's ids are ASCII.
-    if not (number.isascii() and number.isdigit()):
-        raise ValueError(f"not a {kind} id: {value!r} (expected self, {sigil}N or N)")
-    return number
-
-
-_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_UNRESERVED_OR_COMMA = _UNRESERVED | {ord(",")}
-
-
-def percent_encode(value: str, *, comma: bool = False) -> str:
-    """A query value, percent-encoded byte by byte (urllib.parse costs more to import).
-    ``comma`` keeps commas as they are, for lists such as ``types=a,b``."""
-    keep = _UNRESERVED_OR_COMMA if comma else _UNRESERVED
-    return "".join(chr(b) if b in keep else f"%{b:02X}" for b in value.encode("utf-8", "replace"))
-
-
-def query_string(params: Mapping[str, str | None], *, comma: bool = False) -> str:
-    pairs = [f"{k}={percent_encode(v, comma=comma)}" for k, v in params.items() if v is not None]
-    return "?" + "&".join(pairs) if pairs else ""
-
-
-def self_target(
-    *,
-    text: bool = False,
-    turn: int | None = None,
-    neighbors: bool = False,
-    fresh: bool = False,
-    accept_ancestor: bool = False,
-) -> str:
-    """The target of ``GET /v1/self``: the question the fast paths ask most, spelt here once
-    for them and for the typed clients."""
-    return "/v1/self" + query_string(
-        {
-            "format": "text" if text else None,
-            "turn": str(turn) if turn is not None else None,
-            "neighbors": "1" if neighbors else None,
-            "fresh": "1" if fresh else None,
-            "accept": "ancestor" if accept_ancestor else None,
-        }
-    )
-
-
-def notify_target(hook: str | None, server: str | None, target: str | None) -> str:
-    """The target of ``POST /v1/notify``, its fields in the query so that a hook job needs no
-    JSON encoder.  An empty value is left out: it names nothing."""
-    return "/v1/notify" + query_string(
-        {"hook": hook or None, "server": server or None, "target": target or None}
-    )
-
-
-class RawResponse:
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-
-class NoDaemon(Exception):
-    """Nothing answered on the daemon's socket."""
-
-
-def parse_response(data: bytes) -> RawResponse:
-    """A whole HTTP/1.1 response (read until the daemon closed) -> status, headers, body."""
-    head, sep, body = data.partition(b"\r\n\r\n")
-    if not sep:
-        raise ValueError("incomplete HTTP response")
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise ValueError(f"bad status line {lines[0]!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = dechunk(body)
-    elif "content-length" in headers:
-        body = body[: int(headers["content-length"])]
-    return RawResponse(int(parts[1]), headers, body)
-
-
-def dechunk(data: bytes) -> bytes:
-    out = bytearray()
-    while True:
-        size_line, sep, rest = data.partition(b"\r\n")
-        if not sep:
-            raise ValueError("truncated chunked body")
-        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-        if size == 0:
-            return bytes(out)
-        out += rest[:size]
-        data = rest[size + 2 :]
-
-
-def raw_request(
-    path: str,
-    method: str,
-    target: str,
-    timeout: float,
-    *,
-    read_answer: bool = True,
-    headers: Mapping[str, str] | None = None,
-) -> RawResponse | None:
-    """One HTTP/1.1 request with ``Connection: close`` on a fresh Unix-socket connection."""
-    # _socket, not socket: the wrapper module imports enum and selectors, which cost a hook
-    # job more than the whole exchange with the daemon.
-    import _socket
-
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        sock.settimeout(timeout)
-        try:
-            sock.connect(path)
-        except OSError as exc:
-            raise NoDaemon(exc.strerror or str(exc)) from None
-        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        request = (
-            f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
-            f"{extra}Connection: close\r\n\r\n"
-        )
-        sock.sendall(request.encode("utf-8"))
-        chunks: list[bytes] = []
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if not read_answer:
-                return None  # the daemon has taken the request: that is all a hook needs
-        return parse_response(b"".join(chunks))
-    finally:
-        sock.close()
-
 
 # ----------------------------------------------------------------------------------------------
 # notify: the fast path.
@@ -245,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     if args and args[0] == "context" and not {"-h", "--help"} & set(args[1:]):
         # A harness hook, once per prompt and tool call: never argparse, never an error.
-        from tmuxlocd.context import main as context
+        from tmuxlocd.clients.context import main as context
 
         return context(args[1:])
     if args and args[0] == "where":
@@ -577,8 +427,8 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from tmuxlocd.config import default_config_path, load_config, merge
-    from tmuxlocd.errors import ConfigError
+    from tmuxlocd.core.errors import ConfigError
+    from tmuxlocd.daemon.config import default_config_path, load_config, merge
 
     try:
         path = Path(ns.config) if ns.config else default_config_path()
@@ -596,7 +446,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         _err(str(exc))
         return EXIT_USAGE
     setup_logging(config.log_level)
-    from tmuxlocd.daemon import serve
+    from tmuxlocd.daemon.serve import serve
 
     try:
         return asyncio.run(serve(config))
@@ -715,8 +565,8 @@ def _error_text(resp: RawResponse) -> str:
 def where_direct(fmt: str, turn: int | None, neighbors: bool) -> int:
     import msgspec
 
-    from tmuxlocd import direct
-    from tmuxlocd.location import text_form
+    from tmuxlocd.clients import direct
+    from tmuxlocd.core.location import text_form
 
     _err(direct.NOTE.removeprefix("tmuxlocd: "))
     info = direct.where_am_i()
@@ -734,13 +584,13 @@ def where_direct(fmt: str, turn: int | None, neighbors: bool) -> int:
 
 
 def _client() -> Client:
-    from tmuxlocd.client import Client
+    from tmuxlocd.clients.client import Client
 
     return Client(daemon_socket())
 
 
 def _run_client(action: Callable[[Client], int]) -> int:
-    from tmuxlocd.client import ClientError, DaemonUnavailable
+    from tmuxlocd.clients.client import ClientError, DaemonUnavailable
 
     client = _client()
     try:
@@ -803,7 +653,7 @@ def event_line(event: Event) -> str:
     """One line for one event (watch --format text)."""
     import time
 
-    from tmuxlocd.events import (
+    from tmuxlocd.core.events import (
         Lagged,
         PaneAdded,
         PaneChanged,
@@ -813,7 +663,7 @@ def event_line(event: Event) -> str:
         ServerUp,
         SnapshotEvent,
     )
-    from tmuxlocd.location import Location
+    from tmuxlocd.core.location import Location
 
     def where(loc: Location) -> str:
         w, p = loc.window, loc.pane
@@ -883,7 +733,7 @@ def cmd_wait(ns: argparse.Namespace) -> int:
             return EXIT_GONE
         return EXIT_NOT_MET
 
-    from tmuxlocd.activity import WAIT_MAX_S
+    from tmuxlocd.core.activity import WAIT_MAX_S
 
     if ns.timeout is not None and not 0 <= ns.timeout <= WAIT_MAX_S:
         _err(f"--timeout must be from 0 to {WAIT_MAX_S:g} seconds")
@@ -948,15 +798,15 @@ def cmd_notify(ns: argparse.Namespace) -> int:
 
 
 def cmd_context(ns: argparse.Namespace) -> int:
-    from tmuxlocd.context import main as context
+    from tmuxlocd.clients.context import main as context
 
     extra = ["--min-interval-ms", ns.min_interval_ms] if ns.min_interval_ms else []
     return context([ns.harness, *extra])
 
 
 def cmd_install(ns: argparse.Namespace) -> int:
-    from tmuxlocd.harness import MAX_INTERVAL_MS, parse_min_interval
-    from tmuxlocd.install import run
+    from tmuxlocd.clients.install import run
+    from tmuxlocd.core.harness import MAX_INTERVAL_MS, parse_min_interval
 
     floor = parse_min_interval(ns.min_interval_ms)
     if floor is None:
@@ -974,14 +824,14 @@ def cmd_install(ns: argparse.Namespace) -> int:
         allow_sandbox=ns.allow_sandbox,
     )
     if status == EXIT_OK and not (ns.dry_run or ns.remove) and ns.harness != "systemd":
-        from tmuxlocd.doctor_probe import after_install
+        from tmuxlocd.clients.doctor_probe import after_install
 
         after_install(ns.harness, project=ns.project)  # informs; the status stays install's
     return status
 
 
 def cmd_doctor(ns: argparse.Namespace) -> int:
-    from tmuxlocd.doctor_probe import run
+    from tmuxlocd.clients.doctor_probe import run
 
     return run(ns.harness, project=ns.project, as_json=ns.json)
 
@@ -1027,8 +877,8 @@ def _duration(seconds: float) -> str:
 
 
 def cmd_token(ns: argparse.Namespace) -> int:
-    from tmuxlocd.daemon import Refused, check_directory
-    from tmuxlocd.token import load_or_make, token_path, write_new_token
+    from tmuxlocd.daemon.serve import Refused, check_directory
+    from tmuxlocd.daemon.token import load_or_make, token_path, write_new_token
 
     directory = os.path.dirname(os.path.abspath(daemon_socket()))
     try:
@@ -1045,10 +895,10 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
     import importlib
 
     try:
-        server = importlib.import_module("tmuxlocd.mcp")
+        server = importlib.import_module("tmuxlocd.clients.mcp")
     except ImportError as exc:
         missing = exc.name or ""
-        if missing in ("mcp", "tmuxlocd.mcp") or missing.startswith("mcp."):
+        if missing in ("mcp", "tmuxlocd.clients.mcp") or missing.startswith("mcp."):
             _err(
                 "the MCP server needs the extra: install tmuxlocd[mcp] "
                 "(pip install 'tmuxlocd[mcp]')"
@@ -1057,7 +907,7 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
         raise
     entry = getattr(server, "main", None)
     if not callable(entry):
-        _err("tmuxlocd.mcp has no main(); install tmuxlocd[mcp] from a complete release")
+        _err("tmuxlocd.clients.mcp has no main(); install tmuxlocd[mcp] from a complete release")
         return EXIT_ERROR
     result = entry()
     return result if isinstance(result, int) else EXIT_OK

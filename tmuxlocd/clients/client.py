@@ -3,15 +3,15 @@
 ``Client`` (blocking, stdlib ``http.client`` over the Unix socket, so a short script pays no
 event-loop or aiohttp start-up) and ``AsyncClient`` (aiohttp's ``UnixConnector``) only move
 bytes.  What to send, how an answer or an error is read, ETag revalidation and when the
-change stream is resumed are decided once, without I/O, in ``tmuxlocd.client_core``.
+change stream is resumed are decided once, without I/O, in ``tmuxlocd.core.client_core``.
 Answers are msgspec Structs; the Location Structs are the daemon's own
-(``tmuxlocd.location``), so a client and the daemon can never disagree on a field.
+(``tmuxlocd.core.location``), so a client and the daemon can never disagree on a field.
 
 ``events()`` is an iterator over the change stream that survives a dropped connection: it
 reconnects with ``Last-Event-ID`` set to the last id it handed out, so the daemon replays
 exactly the missed events, or says ``reset`` (then ``snapshot``) when it cannot.  ``reset``,
 ``lagged`` and ``snapshot`` events are handed over like any other: a consumer that replays
-events onto a map (``tmuxlocd.events.apply``) stays right through all of them.
+events onto a map (``tmuxlocd.core.events.apply``) stays right through all of them.
 
 aiohttp is imported only when an ``AsyncClient`` is made: the blocking client, and the CLI
 built on it, start faster without it.
@@ -25,8 +25,8 @@ import time
 from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import TYPE_CHECKING, Literal, Self, TypeVar, overload
 
-from tmuxlocd.activity import Activity, Until
-from tmuxlocd.answers import (
+from tmuxlocd.core.activity import Activity, Until
+from tmuxlocd.core.answers import (
     Caller,
     DirectionNeighbors,
     Health,
@@ -45,7 +45,7 @@ from tmuxlocd.answers import (
 
 # Besides what the transports use, the core's names that code written against the one-module
 # client imports from here (the decoders, the id spellings, the request builders).
-from tmuxlocd.client_core import (  # noqa: F401
+from tmuxlocd.core.client_core import (  # noqa: F401
     DIRECTIONS,
     REQUEST_TIMEOUT,
     STREAM_TIMEOUT,
@@ -81,9 +81,9 @@ from tmuxlocd.client_core import (  # noqa: F401
     wait_read_timeout,
     window_ref,
 )
-from tmuxlocd.events import Event
-from tmuxlocd.location import Location
-from tmuxlocd.paths import client_socket_path as socket_path
+from tmuxlocd.core.events import Event
+from tmuxlocd.core.location import Location
+from tmuxlocd.host.paths import client_socket_path as socket_path
 
 if TYPE_CHECKING:
     import aiohttp
@@ -150,7 +150,7 @@ def _exchange(
 
 class UnixHTTPConnection(http.client.HTTPConnection):
     """``http.client`` on the daemon's Unix socket (the package's only one: the fast paths use
-    ``tmuxlocd.cli.raw_request``, which needs no http.client)."""
+    ``tmuxlocd.clients.rawhttp.raw_request``, which needs no http.client)."""
 
     def __init__(self, path: str, timeout: float | None) -> None:
         super().__init__("localhost", timeout=timeout)

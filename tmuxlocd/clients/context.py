@@ -1,4 +1,4 @@
-"""``tmuxlocd context <harness>``: the I/O around ``tmuxlocd.harness`` (SPEC §10).
+"""``tmuxlocd context <harness>``: the I/O around ``tmuxlocd.core.harness`` (SPEC §10).
 
 Run by an agent harness as a command hook: the event JSON on stdin, the harness's JSON on
 stdout when there is something to inject, nothing otherwise.  It always exits 0, prints
@@ -19,7 +19,7 @@ is; the next hook of the session reads only what was appended since (regular fil
 opened without blocking), for the line Gemini CLI writes when it rebuilds the history.
 
 Start-up cost is the point: this module imports only ``json``, ``zlib`` and ``fcntl`` (plus
-the stdlib-only request of ``tmuxlocd.cli``); the no-daemon path pays for
+the stdlib-only request of ``tmuxlocd.clients.cli``); the no-daemon path pays for
 the rest.
 """
 
@@ -32,11 +32,12 @@ import time
 if __name__ == "__main__":
     # Run as a file, ``python -S <package>/context.py <harness>``, as ``tmuxlocd install``
     # writes the hooks: no site start-up (site-packages, .pth files, an editable install's
-    # finder), which is most of a hook's cost; the package is the directory above.
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # finder), which is most of a hook's cost; the site is two directories above
+    # (``<site>/tmuxlocd/clients/context.py``).
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tmuxlocd import harness
-from tmuxlocd.paths import client_socket_path, context_state_dir
+from tmuxlocd.core import harness
+from tmuxlocd.host.paths import client_socket_path, context_state_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -203,7 +204,8 @@ def read_location(
 
 
 def read_self(etag: str, env: Mapping[str, str]) -> harness.Reading:
-    from tmuxlocd.cli import NoDaemon, raw_request, self_target
+    from tmuxlocd.clients.rawhttp import NoDaemon, raw_request
+    from tmuxlocd.core.urls import self_target
 
     headers = {"If-None-Match": etag} if etag else None
     target = self_target(text=True, neighbors=True, accept_ancestor=True)
@@ -229,8 +231,8 @@ def read_self(etag: str, env: Mapping[str, str]) -> harness.Reading:
 def read_direct() -> harness.Reading:
     """No daemon: the same text, computed from tmux (no ETag, so never a 304)."""
     _with_site()
-    from tmuxlocd import direct
-    from tmuxlocd.location import text_form
+    from tmuxlocd.clients import direct
+    from tmuxlocd.core.location import text_form
 
     info = direct.where_am_i(accept_ancestor=True)
     if info.location is None:
@@ -248,7 +250,7 @@ def _with_site() -> None:
 def transcript_writers(path: str) -> list[harness.Holder]:
     """This user's processes that have ``path`` open for writing (``/proc/<pid>/fd`` and
     ``fdinfo``), with their ttys; the hook itself is not one."""
-    from tmuxlocd import identity
+    from tmuxlocd.host import identity
 
     try:
         target = os.path.realpath(path)
@@ -288,8 +290,9 @@ def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harn
     """The pane of the one process that has the session's transcript open for writing, read
     from tmux (no ETag); nothing, and why in the debug log, when it cannot be told."""
     _with_site()
-    from tmuxlocd import direct, identity
-    from tmuxlocd.location import text_form
+    from tmuxlocd.clients import direct
+    from tmuxlocd.core.location import text_form
+    from tmuxlocd.host import identity
 
     # Only a hook with no tty whose ancestors reach no tty, or a server of several sessions
     # first: one whose harness is on a tty that is no pane's is outside tmux, and so is the

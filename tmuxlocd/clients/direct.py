@@ -4,7 +4,7 @@ The rule is the daemon's (SPEC §2): this process is in pane P iff its controlli
 (``/proc/self/stat`` field 7) is the device of P's ``pane_tty``.  Each candidate server is
 asked once, with one tmux invocation that runs ``list-sessions``, ``list-windows -a``,
 ``list-panes -a`` and a ``display-message`` for the server's pid, so the rows are the very
-ones the daemon parses (``tmuxlocd.model``) and the Location is built by the same code.
+ones the daemon parses (``tmuxlocd.core.model``) and the Location is built by the same code.
 
 Candidates: the server ``$TMUX`` names (it is where this process most likely is, so it is
 asked first and usually the only one asked), then every socket in the user's tmux socket
@@ -20,10 +20,9 @@ import stat
 import subprocess
 from collections.abc import Iterable, Mapping
 
-from tmuxlocd import identity
-from tmuxlocd.answers import SelfAnswer
-from tmuxlocd.errors import RowError
-from tmuxlocd.model import (
+from tmuxlocd.core.answers import SelfAnswer
+from tmuxlocd.core.errors import RowError
+from tmuxlocd.core.model import (
     PANE_FORMAT,
     SESSION_FORMAT,
     WINDOW_FORMAT,
@@ -31,8 +30,9 @@ from tmuxlocd.model import (
     join_rows,
     state_from_rows,
 )
-from tmuxlocd.names import output_escapes_dollars, undo_output_dollars
-from tmuxlocd.queries import CallerFacts, StaticView, decide_self
+from tmuxlocd.core.names import output_escapes_dollars, undo_output_dollars
+from tmuxlocd.core.queries import CallerFacts, StaticView, decide_self
+from tmuxlocd.host import identity
 
 SelfInfo = SelfAnswer  # the name the clients give this answer
 

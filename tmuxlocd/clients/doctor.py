@@ -3,9 +3,9 @@
 
 Pure: every function here takes file texts and facts about paths (which exist, which are
 executable) and gives back findings; nothing is read, run or asked here.  The files and
-facts are gathered by ``tmuxlocd.doctor_probe`` (the shell), in two steps: ``sources`` says
+facts are gathered by ``tmuxlocd.clients.doctor_probe`` (the shell), in two steps: ``sources`` says
 which files to read, ``named_paths`` which paths their commands name, and ``diagnose``
-decides.  The entries are recognised as ``tmuxlocd.install`` writes and recognises them (its
+decides.  The entries are recognised as ``tmuxlocd.clients.install`` writes and recognises them (its
 planning functions are pure too).
 
 Each finding names its harness (None for the daemon and the caller), a check, a status
@@ -43,8 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tmuxlocd.harness import HARNESSES
-from tmuxlocd.install import (
+from tmuxlocd.clients.install import (
     HOOK_EVENTS,
     MCP_NAME,
     InstallError,
@@ -53,6 +52,7 @@ from tmuxlocd.install import (
     is_ours,
     load_json,
 )
+from tmuxlocd.core.harness import HARNESSES
 
 OK = "ok"
 WARNING = "warning"

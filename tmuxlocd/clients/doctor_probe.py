@@ -1,8 +1,8 @@
-"""``tmuxlocd doctor``: the I/O around ``tmuxlocd.doctor`` (SPEC §7).
+"""``tmuxlocd doctor``: the I/O around ``tmuxlocd.clients.doctor`` (SPEC §7).
 
 Reads the harnesses' files (never writes one), looks at the paths their commands name, asks
 the daemon for its health and where this process is, and hands everything to the pure
-``tmuxlocd.doctor`` for the findings.
+``tmuxlocd.clients.doctor`` for the findings.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmuxlocd import doctor
-from tmuxlocd.cli import NoDaemon, raw_request, self_target
-from tmuxlocd.doctor import Finding, PathFacts
-from tmuxlocd.harness import HARNESSES
-from tmuxlocd.install import script_interpreter
-from tmuxlocd.paths import client_socket_path
+from tmuxlocd.clients import doctor
+from tmuxlocd.clients.doctor import Finding, PathFacts
+from tmuxlocd.clients.install import script_interpreter
+from tmuxlocd.clients.rawhttp import NoDaemon, raw_request
+from tmuxlocd.core.harness import HARNESSES
+from tmuxlocd.core.urls import self_target
+from tmuxlocd.host.paths import client_socket_path
 
 HEALTH_TIMEOUT = 2.0
 SELF_TIMEOUT = 3.0
@@ -119,7 +120,7 @@ def collect(
 ) -> list[Finding]:
     """Every finding: of ``harness`` (None: of every harness whose configuration exists),
     then (``daemon``) of the daemon and the caller."""
-    from tmuxlocd.install import this_tmuxlocd
+    from tmuxlocd.clients.install import this_tmuxlocd
 
     env = os.environ if env is None else env
     home = home or Path.home()

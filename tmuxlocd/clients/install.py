@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmuxlocd.harness import HARNESSES, SHELL_TOOL
+from tmuxlocd.core.harness import HARNESSES, SHELL_TOOL
 
 MCP_NAME = "tmux"
 # Codex starts MCP servers with a cleared environment: these let the shim find its pane's
@@ -66,8 +66,10 @@ HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
     ],
 }
 
+# The hook's file is ``tmuxlocd/clients/context.py``; installs before the package had layers
+# wrote ``tmuxlocd/context.py`` (still shipped, it runs the same hook): both are ours.
 _OURS = re.compile(
-    r"(?:(?:^|[\s/'\"])tmuxlocd['\"]?\s+context|/tmuxlocd/context\.py['\"]?)"
+    r"(?:(?:^|[\s/'\"])tmuxlocd['\"]?\s+context|/tmuxlocd/(?:clients/)?context\.py['\"]?)"
     r"\s+(?:claude|codex|gemini)\b"
 )
 
@@ -85,7 +87,7 @@ def is_ours(command: object) -> bool:
 
 
 def hook_command(launcher: Sequence[str], harness: str, min_interval_ms: int = 0) -> str:
-    """The hook's shell command: ``launcher`` (``[<python>, -S, <package>/context.py]`` or
+    """The hook's shell command: ``launcher`` (``[<python>, -S, <package>/clients/context.py]`` or
     ``[<tmuxlocd>, context]``), the harness and the floor."""
     argv = [*launcher, harness]
     if min_interval_ms:
@@ -698,10 +700,10 @@ def this_hook() -> list[str]:
     module's file (site's start-up is most of a hook's cost, and the module needs only the
     standard library until it falls back to computing without a daemon); the command
     otherwise (a package that is not plain files)."""
-    from tmuxlocd import context
+    from tmuxlocd.clients import context
 
     path = os.path.abspath(context.__file__)
-    if os.path.isfile(path) and path.endswith(os.path.join("tmuxlocd", "context.py")):
+    if os.path.isfile(path) and path.endswith(os.path.join("tmuxlocd", "clients", "context.py")):
         return [os.path.abspath(sys.executable), "-S", path]
     return [*this_tmuxlocd(), "context"]
 
@@ -821,7 +823,7 @@ def run(
     hook = list(hook or this_hook())
     environ = dict(os.environ)
     paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(), environ)
-    from tmuxlocd.paths import client_socket_path
+    from tmuxlocd.host.paths import client_socket_path
 
     box = sandbox_path(harness, project, paths)
     try:

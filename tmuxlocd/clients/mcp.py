@@ -1,6 +1,6 @@
 """``tmuxlocd mcp``: where this agent is in tmux, as an MCP server on stdio (SPEC §8).
 
-A thin shim over the daemon's HTTP API (``tmuxlocd.client``):
+A thin shim over the daemon's HTTP API (``tmuxlocd.clients.client``):
 
 - **Identity.**  The daemon identifies its peer, this process, by its controlling tty.  A host
   that starts the server as a plain child keeps the agent's tty, and the answer is
@@ -14,7 +14,8 @@ A thin shim over the daemon's HTTP API (``tmuxlocd.client``):
 - **Resources** ``tmux://self`` and ``tmux://self/window``, subscribable.  Updates are driven by
   the daemon's change streams (``pane=self`` and the window of self), never by polling, and a
   subscriber is told only when the resource's content changed.
-- **No daemon.**  The tools answer straight from tmux (``tmuxlocd.direct``, the CLI's fallback)
+- **No daemon.**  The tools answer straight from tmux (``tmuxlocd.clients.direct``, the CLI's
+  fallback)
   and say that live updates are off; subscriptions start delivering once a daemon answers.
 """
 
@@ -38,11 +39,9 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from tmuxlocd import __version__, direct, identity, queries
-from tmuxlocd.activity import UNTILS, WAIT_MAX_S, Until
-from tmuxlocd.answers import summary_of
-from tmuxlocd.cli import id_number
-from tmuxlocd.client import (
+from tmuxlocd import __version__
+from tmuxlocd.clients import direct
+from tmuxlocd.clients.client import (
     AsyncClient,
     ClientError,
     DaemonUnavailable,
@@ -52,12 +51,17 @@ from tmuxlocd.client import (
     SelfInfo,
     socket_path,
 )
-from tmuxlocd.events import Event, PaneAdded, PaneChanged, PaneRemoved, SnapshotEvent, apply
-from tmuxlocd.layout import DIRECTIONS, Direction
-from tmuxlocd.location import Location, text_form
-from tmuxlocd.queries import StaticView
+from tmuxlocd.core import queries
+from tmuxlocd.core.activity import UNTILS, WAIT_MAX_S, Until
+from tmuxlocd.core.answers import summary_of
+from tmuxlocd.core.events import Event, PaneAdded, PaneChanged, PaneRemoved, SnapshotEvent, apply
+from tmuxlocd.core.layout import DIRECTIONS, Direction
+from tmuxlocd.core.location import Location, text_form
+from tmuxlocd.core.queries import StaticView
+from tmuxlocd.core.urls import url_id
+from tmuxlocd.host import identity
 
-log = logging.getLogger("tmuxlocd.mcp")
+log = logging.getLogger("tmuxlocd.clients.mcp")
 
 # The tool's default timeout_s (its bound is the daemon's, WAIT_MAX_S), shorter than the
 # daemon's: under the 60 s a host such as Codex gives a tool call by default, as a wait that
@@ -325,7 +329,7 @@ def _failure(exc: ClientError) -> ToolFailure:
 
 def _pane_id(reference: str) -> str:
     try:
-        number = id_number(reference, "pane")
+        number = url_id(reference, "pane")
     except ValueError:
         raise ToolFailure(
             f'reference must be "self" or a pane id such as %3, not {reference!r}'
@@ -386,7 +390,7 @@ def direct_panes(accept_ancestor: bool, scope: Scope, detail: Detail) -> bytes:
 
 def daemon_socket(env: Mapping[str, str] | None = None) -> str:
     """Where the daemon listens (SPEC §6), for a process whose environment may be cut down:
-    the clients' one rule (``tmuxlocd.paths.client_socket_path``)."""
+    the clients' one rule (``tmuxlocd.host.paths.client_socket_path``)."""
     return socket_path(env)
 
 

@@ -1,6 +1,6 @@
 """What a pane is running (spec "Pane activity"): /proc text in, decisions out.
 
-Pure.  The shell (tmuxlocd.activity_watch) reads ``/proc/<pid>/stat`` and
+Pure.  The shell (tmuxlocd.daemon.activity_watch) reads ``/proc/<pid>/stat`` and
 ``/proc/<pid>/cmdline`` of the panes someone watches and hands the text here; this module
 says what the pane is running (``command``, as tmux's ``pane_current_command`` would give
 it), whether a job holds the terminal (``busy``), what changed, and whether a wait's

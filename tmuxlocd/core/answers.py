@@ -11,9 +11,9 @@ from typing import Literal
 
 import msgspec
 
-from tmuxlocd.activity import Activity
-from tmuxlocd.layout import Direction
-from tmuxlocd.location import Location, Neighbors, PaneRef
+from tmuxlocd.core.activity import Activity
+from tmuxlocd.core.layout import Direction
+from tmuxlocd.core.location import Location, Neighbors, PaneRef
 
 VerifiedBy = Literal["tty", "ancestor"]
 Reason = Literal["no_controlling_tty", "no_server", "tty_not_a_pane", "shared_ancestor"]

@@ -1,9 +1,9 @@
 """The client of the daemon's HTTP API without any I/O (SPEC §4, §5, §8).
 
 Everything a client decides is here, once: how each endpoint's request is spelled, how an
-answer is decoded into the Structs of ``tmuxlocd.answers``, how an error answer becomes a
+answer is decoded into the Structs of ``tmuxlocd.core.answers``, how an error answer becomes a
 ``ClientError``, which ETag to revalidate with and what a 304 returns, and when the change
-stream is resumed, from which id and after how long.  The transports of ``tmuxlocd.client``
+stream is resumed, from which id and after how long.  The transports of ``tmuxlocd.clients.client``
 (blocking ``http.client``, asyncio ``aiohttp``) only move bytes: they take a ``Call`` from
 ``ClientCore``, send ``call.request`` with ``core.headers(call)``, and hand status, headers and
 body back to ``core.answer(call, ...)``.  For the stream they feed an ``EventStream`` with
@@ -21,8 +21,8 @@ from typing import Generic, Literal, NamedTuple, TypeVar, cast, overload
 
 import msgspec
 
-from tmuxlocd.activity import UNTILS, WAIT_DEFAULT_S, WAIT_MAX_S, Until
-from tmuxlocd.answers import (
+from tmuxlocd.core.activity import UNTILS, WAIT_DEFAULT_S, WAIT_MAX_S, Until
+from tmuxlocd.core.answers import (
     DirectionNeighbors,
     Health,
     PaneList,
@@ -34,10 +34,10 @@ from tmuxlocd.answers import (
     Tree,
     WaitAnswer,
 )
-from tmuxlocd.cli import id_number, notify_target, query_string, self_target
-from tmuxlocd.errors import TmuxlocdError
-from tmuxlocd.events import Event, Lagged, Reset, SnapshotEvent, event_decoder
-from tmuxlocd.location import Location
+from tmuxlocd.core.errors import TmuxlocdError
+from tmuxlocd.core.events import Event, Lagged, Reset, SnapshotEvent, event_decoder
+from tmuxlocd.core.location import Location
+from tmuxlocd.core.urls import notify_target, query_string, self_target, url_id
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -54,7 +54,7 @@ StreamFormat = Literal["ndjson", "sse"]
 
 DIRECTIONS: tuple[Direction, ...] = ("above", "below", "left", "right")
 
-# Answers are tmuxlocd.answers' Structs (shared with the daemon); SelfInfo is the client's name
+# Answers are tmuxlocd.core.answers' Structs (shared with the daemon); SelfInfo is the client's name
 # for the answer of GET /v1/self.
 SelfInfo = SelfAnswer
 
@@ -127,15 +127,15 @@ def reason_of(exc: BaseException) -> str:
 
 def pane_ref(pane: str) -> str:
     """A pane as a URL path segment: ``self``, or the bare number of ``%3`` / ``3``."""
-    return id_number(pane, "pane")
+    return url_id(pane, "pane")
 
 
 def window_ref(window: str) -> str:
-    return id_number(window, "window")
+    return url_id(window, "window")
 
 
 def session_ref(session: str) -> str:
-    return id_number(session, "session")
+    return url_id(session, "session")
 
 
 def _url(path: str, params: Mapping[str, object | None]) -> str:

@@ -12,8 +12,8 @@ from typing import Literal, get_args
 
 import msgspec
 
-from tmuxlocd.activity import Activity
-from tmuxlocd.location import Location, ServerRef, changed_fields, sort_pane_ids
+from tmuxlocd.core.activity import Activity
+from tmuxlocd.core.location import Location, ServerRef, changed_fields, sort_pane_ids
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):

@@ -3,7 +3,7 @@
 An agent harness runs ``tmuxlocd context`` as a command hook for a few of its events and adds
 what the hook prints to the model's context.  Everything decided here is a function of the
 event (stdin), the session's state file (what this session was last told) and the reading of
-the location; the shell around it (``tmuxlocd.context``) only does the I/O.
+the location; the shell around it (``tmuxlocd.clients.context``) only does the I/O.
 
 The design, per session of a harness: the location is told once, and again only when it
 changed or the model's history lost it.  The state file keeps what this session was last

@@ -15,7 +15,7 @@ from collections import deque
 
 import msgspec
 
-from tmuxlocd.events import (
+from tmuxlocd.core.events import (
     ChangeEvent,
     Event,
     Lagged,

@@ -22,7 +22,7 @@ floating ones by the section *and* by geometry: a cell that does not tile its sp
 ``parse_layout`` is strict about tiled layouts: it accepts exactly the strings tmux writes, so
 for every accepted string ``format_layout(parse_layout(s)) == s``.  Everything is iterative
 (no recursion), so no input can raise ``RecursionError``; every failure is a
-:class:`~tmuxlocd.errors.LayoutError`.
+:class:`~tmuxlocd.core.errors.LayoutError`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from tmuxlocd.errors import LayoutError
+from tmuxlocd.core.errors import LayoutError
 
 __all__ = [
     "DIRECTIONS",

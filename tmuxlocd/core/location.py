@@ -14,9 +14,9 @@ from functools import lru_cache
 
 import msgspec
 
-from tmuxlocd.errors import LayoutError
-from tmuxlocd.layout import DIRECTIONS, Box, box_adjacency, tiled_boxes
-from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, group_panes, id_number
+from tmuxlocd.core.errors import LayoutError
+from tmuxlocd.core.layout import DIRECTIONS, Box, box_adjacency, tiled_boxes
+from tmuxlocd.core.model import Pane, ServerState, Session, Window, Winlink, group_panes, id_number
 
 
 class ServerRef(msgspec.Struct, frozen=True, kw_only=True):

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from tmuxlocd import protocol, spelling
-from tmuxlocd.errors import CommandFailed, RowError
-from tmuxlocd.model import (
+from tmuxlocd.core import protocol, spelling
+from tmuxlocd.core.errors import CommandFailed, RowError
+from tmuxlocd.core.model import (
     DIGEST_NAME,
     MESSAGE_PANE_FORMAT,
     PANE_FORMAT,
@@ -48,8 +48,8 @@ from tmuxlocd.model import (
     parse_window_row,
     sort_winlinks,
 )
-from tmuxlocd.names import output_escapes_dollars, undo_output_dollars
-from tmuxlocd.protocol import (
+from tmuxlocd.core.names import output_escapes_dollars, undo_output_dollars
+from tmuxlocd.core.protocol import (
     ClientSessionChanged,
     Event,
     LayoutChange,

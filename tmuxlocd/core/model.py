@@ -16,8 +16,8 @@ from operator import attrgetter
 
 import msgspec
 
-from tmuxlocd.errors import RowError
-from tmuxlocd.names import unvis
+from tmuxlocd.core.errors import RowError
+from tmuxlocd.core.names import unvis
 
 # ----------------------------------------------------------------------------------------------
 # Row formats.  Real TAB characters go into the -F argument (protocol.command quotes them), so

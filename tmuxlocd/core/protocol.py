@@ -39,7 +39,7 @@ from typing import Final, TypeAlias
 
 import msgspec
 
-from tmuxlocd.errors import ProtocolError
+from tmuxlocd.core.errors import ProtocolError
 
 __all__ = [
     "DEFAULT_MAX_LINE",
@@ -261,7 +261,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 class ConfigError(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """``%config-error`` (tmux 3.4+): an error in the configuration file.
 
-    Not to be confused with ``tmuxlocd.errors.ConfigError``, which is about our own config.
+    Not to be confused with ``tmuxlocd.core.errors.ConfigError``, which is about our own config.
     """
 
     text: str

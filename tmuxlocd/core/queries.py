@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 
 import msgspec
 
-from tmuxlocd.answers import (
+from tmuxlocd.core.answers import (
     Caller,
     DirectionNeighbors,
     NeighborEntry,
@@ -30,10 +30,10 @@ from tmuxlocd.answers import (
     TreeSession,
     TreeWindow,
 )
-from tmuxlocd.errors import LayoutError
-from tmuxlocd.layout import Direction, neighbors_of_layout
-from tmuxlocd.location import Location, PaneRef, build_locations
-from tmuxlocd.model import ServerState, id_number
+from tmuxlocd.core.errors import LayoutError
+from tmuxlocd.core.layout import Direction, neighbors_of_layout
+from tmuxlocd.core.location import Location, PaneRef, build_locations
+from tmuxlocd.core.model import ServerState, id_number
 
 Scope = Literal["window", "session", "server", "all"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from tmuxlocd.events import (
+from tmuxlocd.core.events import (
     Event,
     PaneActivity,
     PaneAdded,
@@ -28,12 +28,12 @@ from tmuxlocd.events import (
     location_of,
     pane_key,
 )
-from tmuxlocd.journal import Published
-from tmuxlocd.location import Location, changed_fields, text_form
-from tmuxlocd.queries import Selection
+from tmuxlocd.core.journal import Published
+from tmuxlocd.core.location import Location, changed_fields, text_form
+from tmuxlocd.core.queries import Selection
 
 if TYPE_CHECKING:  # the hub is a shell module (asyncio): named for types only
-    from tmuxlocd.hub import Hub
+    from tmuxlocd.daemon.hub import Hub
 
 
 class Snapshot(msgspec.Struct, frozen=True):

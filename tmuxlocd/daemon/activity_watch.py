@@ -1,5 +1,5 @@
 """Watches what panes run, for those who ask (spec "Pane activity"): the shell over
-tmuxlocd.activity.
+tmuxlocd.core.activity.
 
 Only *watched* panes cost anything: the panes of pending waits and of the streams that asked
 for ``pane.activity``.  For each, ``/proc/<pane_pid>/stat`` is read every ``period`` (a start
@@ -15,7 +15,7 @@ With remain-on-exit off a pane whose process ended is removed at once, and a rem
 does not say whether the process exited by itself or the pane was killed (the process ends
 first either way).  While panes of a server are watched, a ``pane-exited`` hook there records
 the ids of panes whose programs ended (tmux runs it for those only, never for a kill), and a
-watched pane's removal is answered ``exit`` or ``gone`` from it (tmuxlocd.activity).
+watched pane's removal is answered ``exit`` or ``gone`` from it (tmuxlocd.core.activity).
 
 With nothing watched there is no timer, no hub subscriber, no /proc read, no hook and no tmux
 command.
@@ -34,14 +34,14 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from tmuxlocd import activity
-from tmuxlocd.activity import Activity, Outcome, Until
-from tmuxlocd.errors import SyncFailed
-from tmuxlocd.events import PaneActivity, PaneChanged, PaneRemoved, ServerDown
-from tmuxlocd.hub import Hub, Subscriber
-from tmuxlocd.journal import Published
-from tmuxlocd.location import Location, PaneRef
-from tmuxlocd.queries import Selection
+from tmuxlocd.core import activity
+from tmuxlocd.core.activity import Activity, Outcome, Until
+from tmuxlocd.core.errors import SyncFailed
+from tmuxlocd.core.events import PaneActivity, PaneChanged, PaneRemoved, ServerDown
+from tmuxlocd.core.journal import Published
+from tmuxlocd.core.location import Location, PaneRef
+from tmuxlocd.core.queries import Selection
+from tmuxlocd.daemon.hub import Hub, Subscriber
 
 log = logging.getLogger(__name__)
 

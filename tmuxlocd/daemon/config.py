@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from tmuxlocd.errors import ConfigError
+from tmuxlocd.core.errors import ConfigError
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 

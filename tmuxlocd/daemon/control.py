@@ -16,8 +16,8 @@ import os
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from tmuxlocd.errors import CommandTimeout, ProtocolError, TmuxUnavailable
-from tmuxlocd.protocol import (
+from tmuxlocd.core.errors import CommandTimeout, ProtocolError, TmuxUnavailable
+from tmuxlocd.core.protocol import (
     NEED_DATA,
     ConfigError,
     ControlParser,

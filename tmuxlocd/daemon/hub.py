@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from tmuxlocd.errors import SyncFailed
-from tmuxlocd.events import (
+from tmuxlocd.core.errors import SyncFailed
+from tmuxlocd.core.events import (
     ChangeEvent,
     Event,
     Lagged,
@@ -34,12 +34,12 @@ from tmuxlocd.events import (
     event_type,
     location_of,
 )
-from tmuxlocd.journal import RING_SIZE, Journal, Published
-from tmuxlocd.location import Location, LocationBuilder, ServerRef
-from tmuxlocd.model import ServerState
+from tmuxlocd.core.journal import RING_SIZE, Journal, Published
+from tmuxlocd.core.location import Location, LocationBuilder, ServerRef
+from tmuxlocd.core.model import ServerState
 
 if TYPE_CHECKING:  # it imports this module
-    from tmuxlocd.activity_watch import ActivityWatcher
+    from tmuxlocd.daemon.activity_watch import ActivityWatcher
 
 ObserverStatus = Literal["attached", "down", "error"]
 
@@ -164,7 +164,7 @@ class Hub:
         self._by_rdev: dict[int, list[tuple[str, str]]] | None = None
         # None until the daemon attaches its watcher: a hub alone has nothing to re-read.
         self.syncer: Syncer | None = None
-        # The pane activity watcher (tmuxlocd.activity_watch), once the daemon made one.
+        # The pane activity watcher (tmuxlocd.daemon.activity_watch), once the daemon made one.
         self.activity: ActivityWatcher | None = None
         # Moves with every applied re-sync and every server that goes or is forgotten: an
         # answer computed at one version is the answer at that version (memo.Kept).

@@ -31,13 +31,10 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from tmuxlocd import spelling
-from tmuxlocd.config import Config
-from tmuxlocd.control import ControlClient, reap, tmux_env
-from tmuxlocd.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
-from tmuxlocd.hub import Hub
-from tmuxlocd.location import pane_neighbors
-from tmuxlocd.mirror import (
+from tmuxlocd.core import spelling
+from tmuxlocd.core.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
+from tmuxlocd.core.location import pane_neighbors
+from tmuxlocd.core.mirror import (
     HOOK_INDEX,
     HOOKS,
     LAYOUTS_OPTION,
@@ -52,8 +49,11 @@ from tmuxlocd.mirror import (
     remove_hooks,
     uses_message_hooks,
 )
-from tmuxlocd.model import DIGEST_FORMAT, DIGEST_NAME, ServerState, id_number
-from tmuxlocd.protocol import Event
+from tmuxlocd.core.model import DIGEST_FORMAT, DIGEST_NAME, ServerState, id_number
+from tmuxlocd.core.protocol import Event
+from tmuxlocd.daemon.config import Config
+from tmuxlocd.daemon.control import ControlClient, reap, tmux_env
+from tmuxlocd.daemon.hub import Hub
 
 log = logging.getLogger(__name__)
 

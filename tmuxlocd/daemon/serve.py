@@ -29,15 +29,15 @@ from typing import Protocol
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from tmuxlocd import systemd
-from tmuxlocd.activity_watch import ActivityWatcher
-from tmuxlocd.api import create_app
-from tmuxlocd.config import Config
-from tmuxlocd.errors import ConfigError
-from tmuxlocd.hub import Hub
-from tmuxlocd.mirror import Argv
-from tmuxlocd.paths import default_socket_path
-from tmuxlocd.token import TokenFile
+from tmuxlocd.core.errors import ConfigError
+from tmuxlocd.core.mirror import Argv
+from tmuxlocd.daemon import systemd
+from tmuxlocd.daemon.activity_watch import ActivityWatcher
+from tmuxlocd.daemon.api import create_app
+from tmuxlocd.daemon.config import Config
+from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.daemon.token import TokenFile
+from tmuxlocd.host.paths import default_socket_path
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +309,7 @@ def _freeze_startup_heap() -> None:
 
 async def start_watcher(hub: Hub, config: Config) -> _Watcher:
     # Imported here: the observer pulls in the tmux side, which the API alone does not need.
-    from tmuxlocd.observer import Watcher
+    from tmuxlocd.daemon.observer import Watcher
 
     watcher = Watcher(hub, config)
     await watcher.start()

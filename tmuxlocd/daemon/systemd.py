@@ -11,7 +11,7 @@ import logging
 import os
 import socket
 
-from tmuxlocd.errors import ConfigError
+from tmuxlocd.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

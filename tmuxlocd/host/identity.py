@@ -17,8 +17,8 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-from tmuxlocd.answers import SelfAnswer
-from tmuxlocd.queries import SHARED_ANCESTOR, CallerFacts, View, decide_self
+from tmuxlocd.core.answers import SelfAnswer
+from tmuxlocd.core.queries import SHARED_ANCESTOR, CallerFacts, View, decide_self
 
 _PEERCRED = struct.Struct("3i")
 # An ancestor chain is short; the bound only protects against a cycle in a racing /proc.

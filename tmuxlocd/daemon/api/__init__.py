@@ -8,10 +8,10 @@ document served at ``GET /v1/openapi.json``), ``errors``, ``replies`` (ETag answ
 
 from __future__ import annotations
 
-from tmuxlocd.api.app import context_of, create_app
-from tmuxlocd.api.errors import ApiError, error_response, sync_failed
-from tmuxlocd.api.params import parse_id
-from tmuxlocd.queries import Selection
+from tmuxlocd.core.queries import Selection
+from tmuxlocd.daemon.api.app import context_of, create_app
+from tmuxlocd.daemon.api.errors import ApiError, error_response, sync_failed
+from tmuxlocd.daemon.api.params import parse_id
 
 __all__ = [
     "ApiError",

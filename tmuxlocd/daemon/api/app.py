@@ -15,13 +15,13 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from tmuxlocd.api import waits
-from tmuxlocd.api.context import Context, Settings
-from tmuxlocd.api.errors import MAX_BODY, ApiError, error_response, http_error
-from tmuxlocd.api.route import Route
-from tmuxlocd.api.routes import ROUTES
-from tmuxlocd.config import WRITE_TIMEOUT_S
-from tmuxlocd.hub import QUEUE_SIZE, Hub
+from tmuxlocd.daemon.api import waits
+from tmuxlocd.daemon.api.context import Context, Settings
+from tmuxlocd.daemon.api.errors import MAX_BODY, ApiError, error_response, http_error
+from tmuxlocd.daemon.api.route import Route
+from tmuxlocd.daemon.api.routes import ROUTES
+from tmuxlocd.daemon.config import WRITE_TIMEOUT_S
+from tmuxlocd.daemon.hub import QUEUE_SIZE, Hub
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from typing import Literal
 
 from aiohttp import web
 
-from tmuxlocd.api.errors import MAX_BODY, ApiError
-from tmuxlocd.api.replies import Prepared
-from tmuxlocd.identity import PeerFacts, peer_credentials
-from tmuxlocd.memo import Kept
+from tmuxlocd.core.memo import Kept
+from tmuxlocd.daemon.api.errors import MAX_BODY, ApiError
+from tmuxlocd.daemon.api.replies import Prepared
+from tmuxlocd.host.identity import PeerFacts, peer_credentials
 
 Listener = Literal["unix", "tcp"]
 

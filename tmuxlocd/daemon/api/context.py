@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tmuxlocd.api.auth import Guard
-from tmuxlocd.heap import Trimmer
-from tmuxlocd.hub import Hub
-from tmuxlocd.streams import EventFrames, SnapshotFrames
+from tmuxlocd.core.streams import EventFrames, SnapshotFrames
+from tmuxlocd.daemon.api.auth import Guard
+from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.host.heap import Trimmer
 
 if TYPE_CHECKING:
-    from tmuxlocd.api.events import Stream
-    from tmuxlocd.api.route import Route
+    from tmuxlocd.daemon.api.events import Stream
+    from tmuxlocd.daemon.api.route import Route
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):

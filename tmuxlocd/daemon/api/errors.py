@@ -6,9 +6,9 @@ from collections.abc import Iterable
 
 from aiohttp import web
 
-from tmuxlocd.answers import ErrorAnswer, ErrorBody, ServerFailure
-from tmuxlocd.errors import SyncFailed
-from tmuxlocd.events import encoder
+from tmuxlocd.core.answers import ErrorAnswer, ErrorBody, ServerFailure
+from tmuxlocd.core.errors import SyncFailed
+from tmuxlocd.core.events import encoder
 
 MAX_BODY = 64 * 1024  # SPEC §6
 

@@ -1,4 +1,4 @@
-"""``GET /v1/events`` (SPEC §5): the aiohttp write loop over tmuxlocd.streams.StreamCore.
+"""``GET /v1/events`` (SPEC §5): the aiohttp write loop over tmuxlocd.core.streams.StreamCore.
 
 Each change stream is its own request task with a bounded hub queue: a slow reader blocks
 only its own writes, and when it falls too far behind it is told ``lagged`` and given a fresh
@@ -21,15 +21,15 @@ import logging
 from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
 
-from tmuxlocd.api.context import Context
-from tmuxlocd.api.errors import ApiError
-from tmuxlocd.api.lookup import Lookup
-from tmuxlocd.api.params import EventsQuery
-from tmuxlocd.api.waits import activity_interest
-from tmuxlocd.events import ACTIVITY_TYPES, CHANGE_TYPES, HEARTBEAT_JSON
-from tmuxlocd.hub import Published, Subscriber
-from tmuxlocd.queries import Selection
-from tmuxlocd.streams import SSE_HEARTBEAT, EventFrames, StreamCore, StreamFormat, http_chunk
+from tmuxlocd.core.events import ACTIVITY_TYPES, CHANGE_TYPES, HEARTBEAT_JSON
+from tmuxlocd.core.queries import Selection
+from tmuxlocd.core.streams import SSE_HEARTBEAT, EventFrames, StreamCore, StreamFormat, http_chunk
+from tmuxlocd.daemon.api.context import Context
+from tmuxlocd.daemon.api.errors import ApiError
+from tmuxlocd.daemon.api.lookup import Lookup
+from tmuxlocd.daemon.api.params import EventsQuery
+from tmuxlocd.daemon.api.waits import activity_interest
+from tmuxlocd.daemon.hub import Published, Subscriber
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class Stream(StreamCore):
             else:
                 await self._write_chunk(request, transport, out, size)
         if size > WRITE_SLICE:
-            self.trimmer.soon()  # a snapshot's buffers are freed now (tmuxlocd.heap)
+            self.trimmer.soon()  # a snapshot's buffers are freed now (tmuxlocd.host.heap)
 
     async def _write_chunk(
         self, request: web.Request, transport: asyncio.Transport, out: list[bytes], size: int

@@ -7,17 +7,17 @@ from typing import Literal
 
 from aiohttp import web
 
-from tmuxlocd import queries
-from tmuxlocd.answers import SelfAnswer
-from tmuxlocd.api.context import Context
-from tmuxlocd.api.errors import ApiError, ambiguous, sync_failed
-from tmuxlocd.api.replies import Prepared
-from tmuxlocd.errors import SyncFailed
-from tmuxlocd.identity import Own, identify, nearest_tty_ancestor, read_stat
-from tmuxlocd.location import Location
-from tmuxlocd.memo import Kept
-from tmuxlocd.observer import resolve_server
-from tmuxlocd.queries import Selection
+from tmuxlocd.core import queries
+from tmuxlocd.core.answers import SelfAnswer
+from tmuxlocd.core.errors import SyncFailed
+from tmuxlocd.core.location import Location
+from tmuxlocd.core.memo import Kept
+from tmuxlocd.core.queries import Selection
+from tmuxlocd.daemon.api.context import Context
+from tmuxlocd.daemon.api.errors import ApiError, ambiguous, sync_failed
+from tmuxlocd.daemon.api.replies import Prepared
+from tmuxlocd.daemon.observer import resolve_server
+from tmuxlocd.host.identity import Own, identify, nearest_tty_ancestor, read_stat
 
 
 class Lookup:

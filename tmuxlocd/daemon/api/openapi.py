@@ -1,8 +1,9 @@
 """The OpenAPI 3.1 document of API v1, made from the route table and msgspec's schemas.
 
 Parameters come from each route's query Struct, bodies from the answer Structs of
-tmuxlocd.answers (and tmuxlocd.location, tmuxlocd.events), so the document is exactly what the
-daemon decodes and encodes.  ``GET /v1/openapi.json`` serves it; clients generate from it.
+tmuxlocd.core.answers (and tmuxlocd.core.location, tmuxlocd.core.events), so the document is
+exactly what the daemon decodes and encodes.  ``GET /v1/openapi.json`` serves it; clients
+generate from it.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from typing import Any
 import msgspec
 
 from tmuxlocd import __version__
-from tmuxlocd.answers import ErrorAnswer
-from tmuxlocd.api.route import JSON, Route
-from tmuxlocd.events import encoder
+from tmuxlocd.core.answers import ErrorAnswer
+from tmuxlocd.core.events import encoder
+from tmuxlocd.daemon.api.route import JSON, Route
 
 REF = "#/components/schemas/{name}"
 

@@ -32,10 +32,10 @@ from typing import (
 import msgspec
 from msgspec import Meta
 
-from tmuxlocd.activity import WAIT_DEFAULT_S, WAIT_MAX_S, Until
-from tmuxlocd.api.errors import ApiError
-from tmuxlocd.events import STREAM_TYPES, ActivityType, ChangeType
-from tmuxlocd.layout import Direction
+from tmuxlocd.core.activity import WAIT_DEFAULT_S, WAIT_MAX_S, Until
+from tmuxlocd.core.events import STREAM_TYPES, ActivityType, ChangeType
+from tmuxlocd.core.layout import Direction
+from tmuxlocd.daemon.api.errors import ApiError
 
 LIMIT_DEFAULT = 100
 LIMIT_MAX = 1000

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 from aiohttp import web
 
-from tmuxlocd.events import encoder
-from tmuxlocd.location import Location, text_form
+from tmuxlocd.core.events import encoder
+from tmuxlocd.core.location import Location, text_form
 
 
 def _etag(body: bytes) -> str:

@@ -1,6 +1,6 @@
 """What a route is: its handler, its query Struct, and the answers it documents.
 
-The route table (tmuxlocd.api.routes) is the one place a route is declared; the application
+The route table (tmuxlocd.daemon.api.routes) is the one place a route is declared; the application
 and the OpenAPI document are both made from it, so they cannot disagree.
 """
 
@@ -13,8 +13,8 @@ from typing import Any, Generic, Literal
 import msgspec
 from aiohttp import web
 
-from tmuxlocd.api.context import Context
-from tmuxlocd.api.params import Q, QueryDecoder
+from tmuxlocd.daemon.api.context import Context
+from tmuxlocd.daemon.api.params import Q, QueryDecoder
 
 JSON = "application/json"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmuxlocd.answers import (
+from tmuxlocd.core.answers import (
     Accepted,
     DirectionNeighbors,
     Health,
@@ -16,8 +16,10 @@ from tmuxlocd.answers import (
     Tree,
     WaitAnswer,
 )
-from tmuxlocd.api import events, views, waits
-from tmuxlocd.api.params import (
+from tmuxlocd.core.events import Event
+from tmuxlocd.core.location import Location
+from tmuxlocd.daemon.api import events, views, waits
+from tmuxlocd.daemon.api.params import (
     EventsQuery,
     HealthQuery,
     NeighborsQuery,
@@ -31,9 +33,7 @@ from tmuxlocd.api.params import (
     TreeQuery,
     WaitQuery,
 )
-from tmuxlocd.api.route import Reply, Route
-from tmuxlocd.events import Event
-from tmuxlocd.location import Location
+from tmuxlocd.daemon.api.route import Reply, Route
 
 ROUTES: tuple[Route[Any], ...] = (
     Route(

@@ -1,4 +1,5 @@
-"""Snapshot endpoints (SPEC §4): each reads the hub through tmuxlocd.queries, or asks a re-sync.
+"""Snapshot endpoints (SPEC §4): each reads the hub through tmuxlocd.core.queries, or asks a
+re-sync.
 
 A handler gets the application's Context, the request and its decoded query Struct.
 """
@@ -11,8 +12,9 @@ import time
 
 from aiohttp import web
 
-from tmuxlocd import __version__, queries
-from tmuxlocd.answers import (
+from tmuxlocd import __version__
+from tmuxlocd.core import queries
+from tmuxlocd.core.answers import (
     Accepted,
     Health,
     PaneList,
@@ -21,11 +23,13 @@ from tmuxlocd.answers import (
     SyncAnswer,
     summary_of,
 )
-from tmuxlocd.api import openapi, waits
-from tmuxlocd.api.context import Context
-from tmuxlocd.api.errors import sync_failed
-from tmuxlocd.api.lookup import Lookup
-from tmuxlocd.api.params import (
+from tmuxlocd.core.errors import SyncFailed
+from tmuxlocd.core.events import encoder
+from tmuxlocd.daemon.api import openapi, waits
+from tmuxlocd.daemon.api.context import Context
+from tmuxlocd.daemon.api.errors import sync_failed
+from tmuxlocd.daemon.api.lookup import Lookup
+from tmuxlocd.daemon.api.params import (
     HealthQuery,
     NeighborsQuery,
     NoQuery,
@@ -36,7 +40,7 @@ from tmuxlocd.api.params import (
     SyncQuery,
     TreeQuery,
 )
-from tmuxlocd.api.replies import (
+from tmuxlocd.daemon.api.replies import (
     answer,
     json_answer,
     prepare_json,
@@ -45,9 +49,7 @@ from tmuxlocd.api.replies import (
     text_answer,
     wants_text,
 )
-from tmuxlocd.errors import SyncFailed
-from tmuxlocd.events import encoder
-from tmuxlocd.observer import resolve_server
+from tmuxlocd.daemon.observer import resolve_server
 
 log = logging.getLogger(__name__)
 

@@ -14,23 +14,23 @@ from collections.abc import Iterable, Iterator
 import msgspec
 from aiohttp import web
 
-from tmuxlocd import activity
-from tmuxlocd.activity_watch import (
+from tmuxlocd.core import activity
+from tmuxlocd.core.answers import Tree, WaitAnswer
+from tmuxlocd.core.events import ACTIVITY_TYPES
+from tmuxlocd.core.location import Location
+from tmuxlocd.core.queries import Selection
+from tmuxlocd.daemon.activity_watch import (
     ActivityWatcher,
     Stopping,
     WaitLimit,
     pane_with,
     with_activity,
 )
-from tmuxlocd.answers import Tree, WaitAnswer
-from tmuxlocd.api.context import Context
-from tmuxlocd.api.errors import ApiError
-from tmuxlocd.api.lookup import Lookup
-from tmuxlocd.api.params import WaitQuery
-from tmuxlocd.api.replies import json_answer
-from tmuxlocd.events import ACTIVITY_TYPES
-from tmuxlocd.location import Location
-from tmuxlocd.queries import Selection
+from tmuxlocd.daemon.api.context import Context
+from tmuxlocd.daemon.api.errors import ApiError
+from tmuxlocd.daemon.api.lookup import Lookup
+from tmuxlocd.daemon.api.params import WaitQuery
+from tmuxlocd.daemon.api.replies import json_answer
 
 
 def _watcher(ctx: Context) -> ActivityWatcher:
