@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from bench.report import build_rows, goal_table, render, summary
-from bench.runner import Plan, Results, run
+from bench.rig import Results
+from bench.runner import Plan, run
 
 
 def machine_facts(res: Results) -> None:

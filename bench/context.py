@@ -21,13 +21,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.runner import SELF_FORMAT
+from bench.rig import SELF_FORMAT
 from bench.stats import fmt_ms, median, p99
 from bench.tmuxfarm import Farm
-from tmuxlocd.clients.install import this_hook
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = str(Path(sys.executable).parent / "tmuxlocd")
+# What `tmuxlocd install` writes into a harness's hooks for this checkout: this interpreter,
+# -S, the hook module's file (tmuxlocd.clients.install.this_hook); a black box, not imported.
+HOOK = [sys.executable, "-S", str(REPO / "tmuxlocd" / "clients" / "context.py")]
 
 
 def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
@@ -93,7 +95,7 @@ def one_size(tmux: str, panes: int, n: int, warmup: int) -> dict[str, object]:
         job = {
             "launchers": {
                 "tmuxlocd context": [SCRIPT, "context"],
-                "python -S context.py": this_hook(),
+                "python -S context.py": HOOK,
             },
             "direct_form": "python -S context.py",
             "tmux": tmux,

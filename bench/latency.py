@@ -29,19 +29,14 @@ from pathlib import Path
 
 from bench.fanout_proc import ProbeProc
 from bench.report import build_rows, goal_table, hook_gaps, summary
+from bench.rig import Daemon, Results, Targets, log, observer_session, pick_targets
 from bench.runner import (
-    Daemon,
     Plan,
-    Results,
     Subscribers,
-    Targets,
     add_cost,
     costs_without_daemon,
     hook_floor,
     idle_cpu,
-    log,
-    observer_session,
-    pick_targets,
     propagation_rows,
     split_cost,
     split_off,

@@ -25,7 +25,7 @@ from tmuxlocd.core.layout import pane_rects, parse_layout
 from tmuxlocd.core.model import Pane, ServerState, Session, Window, Winlink, sort_winlinks
 from tmuxlocd.daemon.api import create_app
 from tmuxlocd.daemon.hub import Hub
-from tmuxlocd.daemon.observer import resolve_server
+from tmuxlocd.host.sockets import resolve_server
 
 # The SPEC §3/§4 example window.  The SPEC's string carries checksum b25d, which is not the
 # checksum of its body (4c30); it is used as-is where only text matters (the text form), and

@@ -21,8 +21,8 @@ from tests.tmuxtest import wait_until
 from tmuxlocd.daemon.api import views
 from tmuxlocd.daemon.api.replies import Prepared, prepare_json
 from tmuxlocd.daemon.hub import Hub
-from tmuxlocd.daemon.observer import resolve_server
 from tmuxlocd.host.identity import PeerFacts
+from tmuxlocd.host.sockets import resolve_server
 
 A = resolve_server("tla-alpha")
 SETSID = shutil.which("setsid")

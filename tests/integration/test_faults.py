@@ -251,7 +251,7 @@ async def test_one_hook_waiter_serves_many_changes(rig: Rig) -> None:
     """tmux 3.3: one waiter client serves a chain of wake-ups (a tmux client costs the
     server far more than a command), and the next one takes over when it is used up, with
     no change in another session missed."""
-    from tmuxlocd.daemon.observer import WAITER_CHAIN
+    from tmuxlocd.core.attach import WAITER_CHAIN
 
     def counted(kind: str, before: int) -> Callable[[], bool]:
         return lambda: rig.stream.types[kind] > before

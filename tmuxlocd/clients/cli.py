@@ -877,7 +877,7 @@ def _duration(seconds: float) -> str:
 
 
 def cmd_token(ns: argparse.Namespace) -> int:
-    from tmuxlocd.daemon.serve import Refused, check_directory
+    from tmuxlocd.daemon.rundir import Refused, check_directory
     from tmuxlocd.daemon.token import load_or_make, token_path, write_new_token
 
     directory = os.path.dirname(os.path.abspath(daemon_socket()))

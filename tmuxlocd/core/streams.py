@@ -9,8 +9,8 @@ handler (api.py) only waits, writes and times.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Iterable
+from typing import Literal, Protocol
 
 import msgspec
 
@@ -32,8 +32,18 @@ from tmuxlocd.core.journal import Published
 from tmuxlocd.core.location import Location, changed_fields, text_form
 from tmuxlocd.core.queries import Selection
 
-if TYPE_CHECKING:  # the hub is a shell module (asyncio): named for types only
-    from tmuxlocd.daemon.hub import Hub
+
+class Source(Protocol):
+    """What a stream reads of the hub (tmuxlocd.daemon.hub.Hub): the journal's position and
+    a snapshot of the model.  A Protocol: the hub is the daemon's, above this module."""
+
+    @property
+    def instance(self) -> str: ...
+
+    @property
+    def seq(self) -> int: ...
+
+    def snapshot(self, predicate: Callable[[Location], bool] | None = None) -> SnapshotEvent: ...
 
 
 class Snapshot(msgspec.Struct, frozen=True):
@@ -243,7 +253,7 @@ class StreamCore:
 
     def __init__(
         self,
-        hub: Hub,
+        hub: Source,
         frames: SnapshotFrames,
         selection: Selection,
         types: frozenset[str],

@@ -19,7 +19,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from tmuxlocd.core.errors import SyncFailed
 from tmuxlocd.core.events import (
@@ -37,9 +37,6 @@ from tmuxlocd.core.events import (
 from tmuxlocd.core.journal import RING_SIZE, Journal, Published
 from tmuxlocd.core.location import Location, LocationBuilder, ServerRef
 from tmuxlocd.core.model import ServerState
-
-if TYPE_CHECKING:  # it imports this module
-    from tmuxlocd.daemon.activity_watch import ActivityWatcher
 
 ObserverStatus = Literal["attached", "down", "error"]
 
@@ -164,8 +161,6 @@ class Hub:
         self._by_rdev: dict[int, list[tuple[str, str]]] | None = None
         # None until the daemon attaches its watcher: a hub alone has nothing to re-read.
         self.syncer: Syncer | None = None
-        # The pane activity watcher (tmuxlocd.daemon.activity_watch), once the daemon made one.
-        self.activity: ActivityWatcher | None = None
         # Moves with every applied re-sync and every server that goes or is forgotten: an
         # answer computed at one version is the answer at that version (memo.Kept).
         self.version = 0

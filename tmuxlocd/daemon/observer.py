@@ -22,22 +22,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import shutil
-import socket
-import stat
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
-from tmuxlocd.core import spelling
+from tmuxlocd.core import attach, spelling
+from tmuxlocd.core.attach import (
+    PROBE_BEST,
+    PROBE_SESSIONS,
+    WAITER_CHAIN,
+    WAITER_MARK,
+    attach_target,
+    parse_probe,
+)
 from tmuxlocd.core.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
 from tmuxlocd.core.location import pane_neighbors
 from tmuxlocd.core.mirror import (
     HOOK_INDEX,
     HOOKS,
-    LAYOUTS_OPTION,
     SERVER_FACTS,
     Argv,
     Barriers,
@@ -49,21 +52,17 @@ from tmuxlocd.core.mirror import (
     remove_hooks,
     uses_message_hooks,
 )
-from tmuxlocd.core.model import DIGEST_FORMAT, DIGEST_NAME, ServerState, id_number
+from tmuxlocd.core.model import DIGEST_FORMAT, DIGEST_NAME, ServerState
 from tmuxlocd.core.protocol import Event
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.control import ControlClient, reap, tmux_env
 from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.host.sockets import list_sockets, resolve_server, socket_alive, socket_dir
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HOOKS", "HOOK_INDEX", "ServerObserver", "Watcher", "resolve_server", "socket_dir"]
+__all__ = ["HOOKS", "HOOK_INDEX", "ServerObserver", "Watcher"]
 
-# Before attaching, as a plain client: it never starts a server.
-PROBE_SESSIONS = ("list-sessions", "-F", "#{session_id} #{session_attached}")
-# The session a command run from outside tmux with no target goes to (tmux's own rule,
-# cmd_find_from_nothing: the most recently active session), asked the same way.
-PROBE_BEST = ("display-message", "-p", "best #{session_id}")
 RETRY_MAX = 2.0  # seconds between attempts while a server is down or failing (capped backoff)
 # The longest a barrier (/v1/sync) waits for tmux: a server that answers nothing for this
 # long (stopped, wedged) makes the barrier fail (503), never answer with the model as it was.
@@ -77,48 +76,9 @@ WAITER_RETRY_MIN = 0.05  # the first pause before a failed hook waiter is starte
 # How long a %layout-change of the attached session waits for the 3.3 waiter's rows before
 # its window is queried after all (they come within a millisecond or two).
 ROWS_WAIT = 0.03
-# Wake-ups one waiter client serves before the next one takes over.  Its command line grows
-# with it (tmux takes a client's command in one message of at most 16 KiB).
-WAITER_CHAIN = 64
-# The line that ends a waiter's round; the rows the hooks left follow it on the same line.
-WAITER_MARK = "tmuxlocd-end"
-# A subscription name we never create: removing it is a no-op that fails when the client
-# named is gone.
-ALIVE = "tmuxlocd-alive"
 # Between a waiter's wake-up and its next wait, two signals cancel each other in tmux
 # (wait-for semantics).  What they announced is not lost: the digest carries every window's
 # layout, so the safety net re-reads it within about a second.
-
-
-def socket_dir(env: dict[str, str] | None = None) -> Path:
-    env = dict(os.environ) if env is None else env
-    return Path(env.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
-
-
-def resolve_server(name_or_path: str, env: dict[str, str] | None = None) -> str:
-    """A -L name or a socket path -> the socket path."""
-    if "/" in name_or_path:
-        return os.path.abspath(name_or_path)
-    return str(socket_dir(env) / name_or_path)
-
-
-def socket_alive(path: str) -> bool:
-    """Is a tmux server listening on ``path``?  A connect() tells, and starts nothing."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    if not stat.S_ISSOCK(st.st_mode):
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.setblocking(False)
-        try:
-            sock.connect(path)
-        except BlockingIOError:
-            return True  # the backlog is full: someone is there
-        except OSError as exc:
-            return exc.errno not in (errno.ECONNREFUSED, errno.ENOENT)
-    return True
 
 
 class ServerObserver:
@@ -136,7 +96,7 @@ class ServerObserver:
         # One channel per user, not per daemon: a daemon that was killed leaves its waiter
         # blocked in the server, and a restarted daemon's hooks, signalling the same channel,
         # then wake it and it exits instead of waiting forever.
-        self.channel = f"tmuxlocd-{os.getuid()}"
+        self.channel = attach.channel(os.getuid())
         self.synced = asyncio.Event()  # set after each first sync of an attachment
         self._attached = asyncio.Event()  # %session-changed came: the attach is complete
         self._stopping = asyncio.Event()
@@ -468,33 +428,11 @@ class ServerObserver:
             await client.run(self.mirror.spell(("wait-for", "-S", self.channel)), timeout=1.0)
 
     def waiter_argv(self) -> list[str]:
-        """One waiter client's commands: ``WAITER_CHAIN`` rounds of waiting and reading.
-
-        A tmux client costs the server far more than a command: at 1,000 panes about 12 ms
-        of CPU to connect and go again (measured on 3.3a).  So one client serves many
-        wake-ups: each round waits on the channel, checks that our control client still
-        exists, prints a mark that ends the round followed by the rows the hooks appended,
-        and clears them (no hook runs between two commands of a client's list; tmux writes
-        each command's output to the client as it runs).  Few commands: tmux looks for the
-        pane of a client without a session, through every pane, for each command it runs.  The check
-        fails once our control client has gone (a killed daemon), which ends the client's
-        command list: no waiter outlives its daemon for more than one wake-up.
-        """
-        spell = self.mirror.spell
-        rounds: list[str] = []
-        for _ in range(WAITER_CHAIN):
-            if rounds:
-                rounds.append(";")
-            rounds += [spell.word("wait-for"), self.channel, ";"]
-            rounds += [*spell(("refresh-client", "-t", self.mirror.client_name, "-B", ALIVE))]
-            rounds += [
-                ";",
-                *spell(("display-message", "-p", f"{WAITER_MARK}#{{{LAYOUTS_OPTION}}}")),
-            ]
-            rounds += [";", *spell(("set-option", "-su", LAYOUTS_OPTION))]
-        # -u: without it a client of this cut environment is not UTF-8, and tmux rewrites
-        # what it prints for it (control characters become "_").
-        return [self.tmux, "-u", "-S", self.socket_path, *rounds]
+        """This observer's waiter client (tmuxlocd.core.attach.waiter_argv)."""
+        mirror = self.mirror
+        return attach.waiter_argv(
+            self.tmux, self.socket_path, mirror.spell, self.channel, mirror.client_name
+        )
 
     async def _spawn_waiter(self) -> asyncio.subprocess.Process:
         # The environment is cut to PATH: tmux copies a client's environment into the server.
@@ -783,38 +721,6 @@ class ServerObserver:
         return [list(reply.lines) for reply in replies]
 
 
-def parse_probe(lines: list[str]) -> list[tuple[str, int]]:
-    """The rows of ``PROBE_SESSIONS``: (session id, clients attached); the session of
-    ``PROBE_BEST``'s line, when there is one, first."""
-    sessions = []
-    best = None
-    for line in lines:
-        if line.startswith("best "):
-            best = line[5:]
-            continue
-        sid, _, attached = line.partition(" ")
-        if not (sid.startswith("$") and sid[1:].isdigit() and attached.isdigit()):
-            raise CommandFailed("list-sessions", f"unexpected answer {line[:100]!r}")
-        sessions.append((sid, int(attached)))
-    if any(sid == best for sid, _ in sessions):
-        sessions.sort(key=lambda s: s[0] != best)
-    else:  # a session a real client already has (no session_attached changes from 0)
-        sessions.sort(key=lambda s: (s[1] == 0, id_number(s[0])))
-    return sessions
-
-
-def attach_target(sessions: list[tuple[str, int]]) -> str:
-    """The session to attach to: the first of ``parse_probe``'s (the most recently active
-    session, when tmux said which).
-
-    Attaching makes a session the most recently active one (tmux moves its activity time),
-    and a command run from outside tmux with no target goes to the most recently active
-    session.  Attached to the one that already is, the daemon leaves that order, so the
-    target of every such command, as it was (docs/reliability.md, "Scripts beside the
-    daemon").  Without that answer: a session a real client already has, the lowest id."""
-    return sessions[0][0]
-
-
 class Watcher:
     """Finds the servers to watch and runs one observer for each."""
 
@@ -848,18 +754,9 @@ class Watcher:
             observer.start()
 
     def _rescan(self) -> None:
-        directory = socket_dir()
-        try:
-            names = os.listdir(directory)
-        except OSError:
-            names = []
-        present = set()
-        for name in names:
-            path = str(directory / name)
-            with contextlib.suppress(OSError):
-                if stat.S_ISSOCK(os.stat(path).st_mode):
-                    present.add(path)
-                    self._add(path)
+        present = set(list_sockets(socket_dir()))
+        for path in sorted(present):
+            self._add(path)
         for path in list(self.observers):
             # A socket file removed (the server exited cleanly): stop watching it once down.
             if path not in present and self.hub.server(path).observer != "attached":

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import gc
 import ipaddress
 import logging
@@ -33,11 +32,13 @@ from tmuxlocd.core.errors import ConfigError
 from tmuxlocd.core.mirror import Argv
 from tmuxlocd.daemon import systemd
 from tmuxlocd.daemon.activity_watch import ActivityWatcher
-from tmuxlocd.daemon.api import create_app
+from tmuxlocd.daemon.api import context_of, create_app
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.daemon.rundir import Refused, check_directory
 from tmuxlocd.daemon.token import TokenFile
 from tmuxlocd.host.paths import default_socket_path
+from tmuxlocd.host.sockets import socket_alive
 
 log = logging.getLogger(__name__)
 
@@ -63,14 +64,6 @@ def listen_backlog() -> int:
     return value if value > 0 else socket.SOMAXCONN
 
 
-class Refused(Exception):
-    """The daemon cannot start; ``code`` is the exit status."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 @dataclass
 class Listener:
     name: str  # "unix:PATH" or "tcp:HOST:PORT", as given to on_ready
@@ -90,37 +83,6 @@ class Listener:
 # Unix sockets.
 
 
-def check_directory(directory: str) -> None:
-    """Create ``directory`` 0700 if missing; refuse one another user owns or others can write."""
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        st = os.stat(directory)
-    except OSError as exc:
-        raise Refused(f"cannot use socket directory {directory}: {exc}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise Refused(f"{directory} is not a directory")
-    if st.st_uid != os.getuid():
-        raise Refused(f"socket directory {directory} is owned by uid {st.st_uid}, not by us")
-    if st.st_mode & 0o022:
-        raise Refused(
-            f"socket directory {directory} is writable by group or others "
-            f"(mode {stat.S_IMODE(st.st_mode):04o}); chmod go-w it or choose another"
-        )
-
-
-def _answers(path: str) -> bool:
-    """Does something accept connections on the Unix socket ``path``?"""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1.0)
-        try:
-            probe.connect(path)
-        except OSError as exc:
-            # Refused or gone: stale.  Anything else (a full backlog, a timeout): someone is
-            # there, and a socket we cannot prove dead is not removed.
-            return exc.errno not in (errno.ECONNREFUSED, errno.ENOENT)
-    return True
-
-
 def bind_unix(path: str) -> Listener:
     path = os.path.abspath(path)
     check_directory(os.path.dirname(path))
@@ -131,7 +93,7 @@ def bind_unix(path: str) -> Listener:
     else:
         if not stat.S_ISSOCK(st.st_mode):
             raise Refused(f"{path} exists and is not a socket; not touching it")
-        if _answers(path):
+        if socket_alive(path):
             raise Refused(f"another tmuxlocd is already listening on {path}")
         log.info("removed a stale socket", extra={"socket_path": path})
         os.unlink(path)
@@ -400,11 +362,12 @@ async def _run(
         shutdown_timeout=STOP_BUDGET / 2,
     )
     watcher: _Watcher | None = None
+    activity: ActivityWatcher | None = None
     status = 0
     try:
         watcher = await start_watcher(hub, config)
         # Costs nothing until a wait or an activity stream names a pane.
-        hub.activity = ActivityWatcher(hub, watcher)
+        activity = context_of(app).activity = ActivityWatcher(hub, watcher)
         await watcher.wait_synced(FIRST_SYNC_WAIT)
         await runner.setup()
         backlog = listen_backlog()
@@ -426,7 +389,7 @@ async def _run(
     finally:
         started = time.monotonic()
         # Streams end in the app's on_shutdown; the watcher's stop removes its tmux hooks.
-        stopping = [runner.cleanup(), _stop_watchers(hub.activity, watcher)]
+        stopping = [runner.cleanup(), _stop_watchers(activity, watcher)]
         try:
             async with asyncio.timeout(STOP_BUDGET - 0.2):
                 results = await asyncio.gather(*stopping, return_exceptions=True)

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from tmuxlocd.daemon.api import waits
+from tmuxlocd.daemon.api import openapi, waits
 from tmuxlocd.daemon.api.context import Context, Settings
 from tmuxlocd.daemon.api.errors import MAX_BODY, ApiError, error_response, http_error
 from tmuxlocd.daemon.api.route import Route
@@ -59,7 +59,7 @@ def create_app(
         queue_size=queue_size,
         write_timeout=write_timeout,
     )
-    ctx = Context(hub, settings, routes)
+    ctx = Context(hub, settings, lambda: openapi.document_bytes(routes))
     # No aiohttp middleware: each one costs every request a few coroutine layers (measured:
     # about a tenth of a /v1/self answer's CPU).  Each route's handler does what one did (who
     # may ask, then every failure as the error JSON), and the last route, matching any path and

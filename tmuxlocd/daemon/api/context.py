@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 import msgspec
 
 from tmuxlocd.core.streams import EventFrames, SnapshotFrames
+from tmuxlocd.daemon.activity_watch import ActivityWatcher
 from tmuxlocd.daemon.api.auth import Guard
 from tmuxlocd.daemon.hub import Hub
 from tmuxlocd.host.heap import Trimmer
-
-if TYPE_CHECKING:
-    from tmuxlocd.daemon.api.events import Stream
-    from tmuxlocd.daemon.api.route import Route
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,15 +40,26 @@ class Rereads:
         return True
 
 
-class Context:
-    """The hub, the settings and the live streams of one application; handlers get it."""
+class Closable(Protocol):
+    """A live stream as the application sees it (``events.Stream``): ended on shutdown."""
 
-    def __init__(self, hub: Hub, settings: Settings, routes: tuple[Route[Any], ...]) -> None:
+    def close(self) -> None: ...
+
+
+class Context:
+    """The hub, the settings and the live streams of one application; handlers get it.
+
+    It names no route and no stream type (they name it): the OpenAPI document comes from
+    ``describe``, which the application makes from its routes."""
+
+    def __init__(self, hub: Hub, settings: Settings, describe: Callable[[], bytes]) -> None:
         self.hub = hub
         self.settings = settings
-        self.routes = routes
+        self.describe = describe
         self.guard = Guard(settings.tcp_token)
-        self.streams: set[Stream] = set()
+        self.streams: set[Closable] = set()
+        # The pane activity watcher (tmuxlocd.daemon.activity_watch), once the daemon made one.
+        self.activity: ActivityWatcher | None = None
         self.frames = SnapshotFrames()  # snapshot frames shared by the streams of this app
         self.event_frames = EventFrames()  # and what the publisher writes to them directly
         self.openapi: bytes | None = None  # the document, made on first request

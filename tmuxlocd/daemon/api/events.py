@@ -29,7 +29,7 @@ from tmuxlocd.daemon.api.errors import ApiError
 from tmuxlocd.daemon.api.lookup import Lookup
 from tmuxlocd.daemon.api.params import EventsQuery
 from tmuxlocd.daemon.api.waits import activity_interest
-from tmuxlocd.daemon.hub import Published, Subscriber
+from tmuxlocd.daemon.hub import Hub, Published, Subscriber
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ class Stream(StreamCore):
             turn=turn,
             with_neighbors=with_neighbors,
         )
+        self.hub: Hub = ctx.hub  # the whole hub: the core's Source and what the shell does
         self.settings = ctx.settings
         self.trimmer = ctx.trimmer
         self.event_frames: EventFrames = ctx.event_frames

@@ -16,8 +16,8 @@ from tmuxlocd.core.queries import Selection
 from tmuxlocd.daemon.api.context import Context
 from tmuxlocd.daemon.api.errors import ApiError, ambiguous, sync_failed
 from tmuxlocd.daemon.api.replies import Prepared
-from tmuxlocd.daemon.observer import resolve_server
 from tmuxlocd.host.identity import Own, identify, nearest_tty_ancestor, read_stat
+from tmuxlocd.host.sockets import resolve_server
 
 
 class Lookup:

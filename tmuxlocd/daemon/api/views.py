@@ -25,7 +25,7 @@ from tmuxlocd.core.answers import (
 )
 from tmuxlocd.core.errors import SyncFailed
 from tmuxlocd.core.events import encoder
-from tmuxlocd.daemon.api import openapi, waits
+from tmuxlocd.daemon.api import waits
 from tmuxlocd.daemon.api.context import Context
 from tmuxlocd.daemon.api.errors import sync_failed
 from tmuxlocd.daemon.api.lookup import Lookup
@@ -49,7 +49,7 @@ from tmuxlocd.daemon.api.replies import (
     text_answer,
     wants_text,
 )
-from tmuxlocd.daemon.observer import resolve_server
+from tmuxlocd.host.sockets import resolve_server
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +167,8 @@ async def get_health(ctx: Context, request: web.Request, q: HealthQuery) -> web.
             uptime_s=round(now - hub.started, 3),
             servers=servers,
             subscribers=len(hub.subscribers),
-            waits=hub.activity.waits if hub.activity is not None else 0,
-            watched_panes=hub.activity.watched if hub.activity is not None else 0,
+            waits=ctx.activity.waits if ctx.activity is not None else 0,
+            watched_panes=ctx.activity.watched if ctx.activity is not None else 0,
         ),
     )
 
@@ -192,5 +192,5 @@ async def post_notify(ctx: Context, request: web.Request, q: NotifyQuery) -> web
 
 async def get_openapi(ctx: Context, request: web.Request, q: NoQuery) -> web.StreamResponse:
     if ctx.openapi is None:  # made once, from the routes the app was built with
-        ctx.openapi = openapi.document_bytes(ctx.routes)
+        ctx.openapi = ctx.describe()
     return answer(request, ctx.openapi)

@@ -34,7 +34,7 @@ from tmuxlocd.daemon.api.replies import json_answer
 
 
 def _watcher(ctx: Context) -> ActivityWatcher:
-    watcher = ctx.hub.activity
+    watcher = ctx.activity
     if watcher is None:
         raise ApiError(503, "no_activity", "this daemon does not watch pane activity")
     return watcher
@@ -74,7 +74,7 @@ async def get_wait(ctx: Context, request: web.Request, q: WaitQuery) -> web.Stre
 @contextlib.contextmanager
 def activity_interest(ctx: Context, selection: Selection, types: Iterable[str]) -> Iterator[None]:
     """A stream that named pane.activity watches its selection's panes while it lives."""
-    watcher = ctx.hub.activity
+    watcher = ctx.activity
     if watcher is None or not ACTIVITY_TYPES & set(types):
         yield
         return
@@ -84,7 +84,7 @@ def activity_interest(ctx: Context, selection: Selection, types: Iterable[str]) 
 
 def filled(ctx: Context, locations: Iterable[Location]) -> list[Location]:
     """Locations with their panes' activity read now (``?activity=1``)."""
-    watcher = ctx.hub.activity
+    watcher = ctx.activity
     if watcher is None:
         return list(locations)
     return [
@@ -94,7 +94,7 @@ def filled(ctx: Context, locations: Iterable[Location]) -> list[Location]:
 
 def filled_tree(ctx: Context, tree: Tree) -> Tree:
     """The tree with each pane's activity read now (``?activity=1``)."""
-    watcher = ctx.hub.activity
+    watcher = ctx.activity
     if watcher is None:
         return tree
     replace = msgspec.structs.replace
@@ -125,5 +125,5 @@ def filled_tree(ctx: Context, tree: Tree) -> Tree:
 
 
 def end_waits(ctx: Context) -> None:
-    if ctx.hub.activity is not None:
-        ctx.hub.activity.end_waits()
+    if ctx.activity is not None:
+        ctx.activity.end_waits()
