@@ -52,6 +52,7 @@ from tmuxlocd.core.location import (
 from tmuxlocd.core.model import PANE_FORMAT, SESSION_FORMAT, WINDOW_FORMAT
 from tmuxlocd.daemon.config import load_config, merge
 from tmuxlocd.daemon.serve import default_socket_path
+from tmuxlocd.host import sockets
 
 REPO = str(Path(__file__).resolve().parents[2])
 
@@ -550,11 +551,11 @@ def test_bad_usage_exits_2() -> None:
 
 
 def test_socket_from_tmux_env() -> None:
-    assert direct.socket_from_tmux_env("/tmp/tmux-1000/default,4242,0") == "/tmp/tmux-1000/default"
-    assert direct.socket_from_tmux_env("/tmp/a,b/sock,1,2") == "/tmp/a,b/sock"
-    assert direct.socket_from_tmux_env("") is None
-    assert direct.socket_from_tmux_env(None) is None
-    assert direct.socket_from_tmux_env("nocommas") is None
+    assert sockets.socket_from_tmux_env("/tmp/tmux-1000/default,4242,0") == "/tmp/tmux-1000/default"
+    assert sockets.socket_from_tmux_env("/tmp/a,b/sock,1,2") == "/tmp/a,b/sock"
+    assert sockets.socket_from_tmux_env("") is None
+    assert sockets.socket_from_tmux_env(None) is None
+    assert sockets.socket_from_tmux_env("nocommas") is None
 
 
 def test_env_pane() -> None:

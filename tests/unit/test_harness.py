@@ -38,6 +38,7 @@ from tmuxlocd.core.harness import (
     render,
     state_name,
 )
+from tmuxlocd.core.procstat import ProcStat
 from tmuxlocd.host import paths
 
 REPO = str(Path(__file__).resolve().parents[2])
@@ -882,7 +883,7 @@ def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
     assert reading is harness.ABSENT and asked == []
     assert "nearest ancestor's is no pane's" in log.read_text()
     monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 0)
-    monkeypatch.setattr(identity, "read_stat", lambda pid: identity.ProcStat(pid, 1, 0))
+    monkeypatch.setattr(identity, "read_stat", lambda pid: ProcStat(pid, 1, 0))
     assert context.read_by_transcript(event, {context.DEBUG_LOG: str(log)}) is harness.ABSENT
     assert asked == ["/t.jsonl"]
     assert "no process has the session's transcript open for writing" in log.read_text()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 from collections.abc import Iterable, Mapping
 
@@ -31,8 +30,9 @@ from tmuxlocd.core.model import (
     state_from_rows,
 )
 from tmuxlocd.core.names import output_escapes_dollars, undo_output_dollars
-from tmuxlocd.core.queries import CallerFacts, StaticView, decide_self
+from tmuxlocd.core.queries import StaticView, decide_self
 from tmuxlocd.host import identity
+from tmuxlocd.host.sockets import list_sockets, socket_dir, socket_from_tmux_env
 
 SelfInfo = SelfAnswer  # the name the clients give this answer
 
@@ -89,22 +89,8 @@ def parse_query(socket: str, output: str) -> ServerState:
     return state_from_rows(socket, pid, rows["S"], rows["W"], rows["P"])
 
 
-def socket_from_tmux_env(value: str | None) -> str | None:
-    """``$TMUX`` is ``<socket>,<server pid>,<session index>``; the socket path may itself hold
-    commas, so the two numbers are taken off the end."""
-    if not value:
-        return None
-    parts = value.rsplit(",", 2)
-    return parts[0] if len(parts) == 3 and parts[0] else None
-
-
-def tmux_socket_dir(env: Mapping[str, str], uid: int) -> str:
-    return os.path.join(env.get("TMUX_TMPDIR") or "/tmp", f"tmux-{uid}")
-
-
 def env_pane(env: Mapping[str, str]) -> str | None:
-    value = env.get("TMUX_PANE", "")
-    return value if len(value) > 1 and value[0] == "%" and value[1:].isdigit() else None
+    return identity.pane_id_hint(env.get("TMUX_PANE", ""))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -112,24 +98,10 @@ def env_pane(env: Mapping[str, str]) -> str | None:
 
 
 def candidate_sockets(env: Mapping[str, str], uid: int) -> list[str]:
-    out: list[str] = []
+    """The server of ``$TMUX`` first, then every socket in tmux's directory."""
     first = socket_from_tmux_env(env.get("TMUX"))
-    if first:
-        out.append(first)
-    directory = tmux_socket_dir(env, uid)
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        names = []
-    for name in names:
-        path = os.path.join(directory, name)
-        try:
-            is_socket = stat.S_ISSOCK(os.stat(path).st_mode)
-        except OSError:
-            continue
-        if is_socket and path not in out:
-            out.append(path)
-    return out
+    listed = list_sockets(socket_dir(env, uid))
+    return [first, *(p for p in listed if p != first)] if first else listed
 
 
 def query_server(tmux: str, socket: str, env: Mapping[str, str]) -> ServerState | None:
@@ -161,17 +133,6 @@ def rdev(path: str) -> int | None:
         return os.stat(path).st_rdev
     except OSError:
         return None
-
-
-def _tty_name(tty_nr: int) -> str | None:
-    for fd in (0, 1, 2):
-        try:
-            name = os.ttyname(fd)
-        except OSError:
-            continue
-        if rdev(name) == tty_nr:
-            return name
-    return None
 
 
 def read_view(
@@ -219,33 +180,11 @@ def where_and_view(
     """``where_am_i``, and the view it was decided on (for the queries that follow)."""
     env = os.environ if env is None else env
     pid = os.getpid()
-    own = identity.read_stat(pid)
-    tty_nr = own.tty_nr if own is not None else 0
-
-    def stat_of(p: int) -> identity.ProcStat | None:
-        return own if p == pid else identity.read_stat(p)
-
-    walked: list[int] = []
-
-    def ancestor_tty_nr() -> int:
-        if not walked:
-            walked.append(
-                identity.nearest_tty_ancestor(
-                    pid, stat_of, skip=tty_nr, shared=identity.shared_server
-                )
-            )
-        return walked[0]
-
+    # This process's own environment: the TMUX_PANE it runs with, as /proc says of others.
+    facts = identity.caller_facts(pid, identity.Own(identity.read_stat(pid), env_pane(env)))
     # A process with no tty, and no ancestor with one, is in no pane: nothing is queried.
-    if tty_nr or ancestor_tty_nr() > 0:
-        view = read_view(env, tmux=tmux, sockets=sockets, until_tty=tty_nr)
+    if facts.tty_nr or facts.ancestor_tty_nr() > 0:
+        view = read_view(env, tmux=tmux, sockets=sockets, until_tty=facts.tty_nr)
     else:
         view = StaticView([], rdev)
-    facts = CallerFacts(
-        pid=pid,
-        tty_nr=tty_nr,
-        env_pane=env_pane(env),
-        ancestor_tty_nr=ancestor_tty_nr,
-        tty_path=lambda: _tty_name(tty_nr),
-    )
     return decide_self(view, facts, accept_ancestor=accept_ancestor), view

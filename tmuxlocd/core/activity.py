@@ -14,46 +14,14 @@ from typing import Literal, get_args
 
 import msgspec
 
+from tmuxlocd.core.procstat import ProcStat
+
 Until = Literal["idle", "busy", "exit", "change"]
 UNTILS: tuple[str, ...] = get_args(Until)
 # A wait's timeout_s (spec "Pane activity"): its default, and the most the daemon accepts.
 WAIT_DEFAULT_S = 300.0
 WAIT_MAX_S = 3600.0
 Outcome = Literal["idle", "busy", "exit", "change", "timeout", "gone"]
-
-
-class ProcStat(msgspec.Struct, frozen=True, kw_only=True):
-    """The fields of ``/proc/<pid>/stat`` that matter here (proc(5) numbering)."""
-
-    pid: int
-    comm: str  # (2), between the first '(' and the LAST ')': it may hold both
-    state: str  # (3)
-    pgrp: int  # (5)
-    tpgid: int  # (8): the foreground process group of the controlling terminal, -1 if none
-
-
-def parse_stat(text: str) -> ProcStat | None:
-    """A ``/proc/<pid>/stat`` line, or None when it is not one.
-
-    The command name may contain spaces and parentheses (a process can name itself
-    ``a) b (c``), so the fixed fields are the ones after the last ``)``."""
-    head, sep, tail = text.rpartition(")")
-    if not sep:
-        return None
-    pid_text, paren, comm = head.partition(" (")
-    fields = tail.split()
-    if not paren or len(fields) < 6:
-        return None
-    try:
-        return ProcStat(
-            pid=int(pid_text),
-            comm=comm,
-            state=fields[0],
-            pgrp=int(fields[2]),
-            tpgid=int(fields[5]),
-        )
-    except ValueError:
-        return None
 
 
 def window_name(cmd: str) -> str:

@@ -67,6 +67,48 @@ class QueryError(Exception):
         self.servers = servers
 
 
+class TtyIndex:
+    """The panes of a model by their tty's device number: what ``View.panes_by_rdev`` answers
+    for the daemon's hub and for a view read once alike.  Built on the first question after a
+    change (``clear``); it keeps (server, pane id) pairs, so that a pane's Location may be
+    replaced without a rebuild while its tty stays.  ``rdev_of`` gives a tty path's device
+    number (``os.stat(...).st_rdev``), or None when it cannot be read."""
+
+    __slots__ = ("_rdev_of", "_table")
+
+    def __init__(self, rdev_of: Callable[[str], int | None]) -> None:
+        self._rdev_of = rdev_of
+        self._table: dict[int, list[tuple[str, str]]] | None = None
+
+    def clear(self) -> None:
+        self._table = None
+
+    def panes(
+        self,
+        rdev: int,
+        servers: Iterable[str],
+        locations_of: Callable[[str], Mapping[str, Location]],
+    ) -> list[Location]:
+        """The panes on device ``rdev`` (normally zero or one) of the ``servers`` (socket
+        paths) whose Locations ``locations_of`` gives by pane id."""
+        if rdev == 0:
+            return []
+        if self._table is None:
+            table: dict[int, list[tuple[str, str]]] = {}
+            for socket_path in servers:
+                for pane_id, loc in locations_of(socket_path).items():
+                    dev = self._rdev_of(loc.pane.tty)
+                    if dev is not None:
+                        table.setdefault(dev, []).append((socket_path, pane_id))
+            self._table = table
+        out: list[Location] = []
+        for socket_path, pane_id in self._table.get(rdev, ()):
+            found = locations_of(socket_path).get(pane_id)
+            if found is not None:
+                out.append(found)
+        return out
+
+
 class StaticView:
     """A view over states read once (the no-daemon paths).  ``rdev_of`` gives a tty path's
     device number (``os.stat(...).st_rdev``), or None when it cannot be read."""
@@ -74,8 +116,7 @@ class StaticView:
     def __init__(self, states: Iterable[ServerState], rdev_of: Callable[[str], int | None]) -> None:
         self._states = {s.socket_path: s for s in states}
         self._locations = {path: build_locations(s) for path, s in self._states.items()}
-        self._rdev_of = rdev_of
-        self._by_rdev: dict[int, list[Location]] | None = None
+        self._ttys = TtyIndex(rdev_of)
 
     def server_states(self) -> Iterable[ServerState]:
         return self._states.values()
@@ -88,16 +129,7 @@ class StaticView:
             yield from sorted(locations.values(), key=lambda loc: id_number(loc.pane.id))
 
     def panes_by_rdev(self, rdev: int) -> list[Location]:
-        if rdev == 0:
-            return []
-        if self._by_rdev is None:
-            table: dict[int, list[Location]] = {}
-            for loc in self.all_locations():
-                dev = self._rdev_of(loc.pane.tty)
-                if dev is not None:
-                    table.setdefault(dev, []).append(loc)
-            self._by_rdev = table
-        return self._by_rdev.get(rdev, [])
+        return self._ttys.panes(rdev, self._locations, self.locations_of)
 
     def any_running(self) -> bool:
         return any(s.running for s in self._states.values())

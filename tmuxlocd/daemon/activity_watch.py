@@ -40,6 +40,7 @@ from tmuxlocd.core.errors import SyncFailed
 from tmuxlocd.core.events import PaneActivity, PaneChanged, PaneRemoved, ServerDown
 from tmuxlocd.core.journal import Published
 from tmuxlocd.core.location import Location, PaneRef
+from tmuxlocd.core.procstat import stat_or_none
 from tmuxlocd.core.queries import Selection
 from tmuxlocd.daemon.hub import Hub, Subscriber
 
@@ -115,7 +116,7 @@ def read_pane(pane_pid: int) -> activity.Reading | None:
     if pane_pid <= 0:
         return activity.Reading(activity=activity.UNKNOWN, foreground=None)
     raw = read_file(f"/proc/{pane_pid}/stat")
-    stat = activity.parse_stat(raw.decode("utf-8", "replace")) if raw else None
+    stat = stat_or_none(raw) if raw else None
     whose = activity.foreground_pid(pane_pid, stat)
     cmdline = read_file(f"/proc/{whose}/cmdline") if stat is not None else None
     comm = stat.comm if stat is not None and whose == pane_pid else None

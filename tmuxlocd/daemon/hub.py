@@ -37,6 +37,7 @@ from tmuxlocd.core.events import (
 from tmuxlocd.core.journal import RING_SIZE, Journal, Published
 from tmuxlocd.core.location import Location, LocationBuilder, ServerRef
 from tmuxlocd.core.model import ServerState
+from tmuxlocd.core.queries import TtyIndex
 
 ObserverStatus = Literal["attached", "down", "error"]
 
@@ -158,7 +159,7 @@ class Hub:
         self.started = time.monotonic()
         self._clock = clock
         self._rdev_cache: dict[str, int] = {}
-        self._by_rdev: dict[int, list[tuple[str, str]]] | None = None
+        self._ttys = TtyIndex(self._rdev)
         # None until the daemon attaches its watcher: a hub alone has nothing to re-read.
         self.syncer: Syncer | None = None
         # Moves with every applied re-sync and every server that goes or is forgotten: an
@@ -216,7 +217,7 @@ class Hub:
         entry.locations = entry.builder.locations
         entry.last_sync = time.monotonic()
         if events:
-            self._by_rdev = None
+            self._ttys.clear()
         return self.publish(events)
 
     def server_down(self, socket_path: str, status: ObserverStatus = "down") -> list[Published]:
@@ -234,13 +235,13 @@ class Hub:
         entry.builder = LocationBuilder()
         entry.locations = entry.builder.locations
         entry.last_sync = time.monotonic()
-        self._by_rdev = None
+        self._ttys.clear()
         return self.publish(events)
 
     def forget(self, socket_path: str) -> None:
         self.version += 1
         self.servers.pop(socket_path, None)
-        self._by_rdev = None
+        self._ttys.clear()
 
     # ------------------------------------------------------------------ publishing
 
@@ -319,16 +320,6 @@ class Hub:
         entry = self.servers.get(socket_path)
         return entry.locations if entry is not None else {}
 
-    def find_pane(self, pane_id: str, server: str | None = None) -> list[Location]:
-        out: list[Location] = []
-        for entry in self.servers.values():
-            if server is not None and entry.socket_path != server:
-                continue
-            loc = entry.locations.get(pane_id)
-            if loc is not None:
-                out.append(loc)
-        return out
-
     def any_running(self) -> bool:
         return any(entry.state.running for entry in self.servers.values())
 
@@ -345,22 +336,7 @@ class Hub:
 
     def panes_by_rdev(self, rdev: int) -> list[Location]:
         """The panes whose pane_tty is the device ``rdev`` (normally zero or one)."""
-        if rdev == 0:
-            return []
-        if self._by_rdev is None:
-            table: dict[int, list[tuple[str, str]]] = {}
-            for entry in self.servers.values():
-                for pane_id, loc in entry.locations.items():
-                    dev = self._rdev(loc.pane.tty)
-                    if dev is not None:
-                        table.setdefault(dev, []).append((entry.socket_path, pane_id))
-            self._by_rdev = table
-        out: list[Location] = []
-        for socket_path, pane_id in self._by_rdev.get(rdev, ()):
-            found = self.servers[socket_path].locations.get(pane_id)
-            if found is not None:
-                out.append(found)
-        return out
+        return self._ttys.panes(rdev, self.servers, self.locations_of)
 
     # ------------------------------------------------------------------ syncing
 

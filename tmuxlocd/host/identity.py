@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from tmuxlocd.core.answers import SelfAnswer
+from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
 from tmuxlocd.core.queries import SHARED_ANCESTOR, CallerFacts, View, decide_self
 
 _PEERCRED = struct.Struct("3i")
@@ -31,36 +32,8 @@ class Peer(NamedTuple):
     gid: int
 
 
-class ProcStat(NamedTuple):
-    """The fields of ``/proc/<pid>/stat`` that identity needs."""
-
-    pid: int
-    ppid: int
-    tty_nr: int
-    starttime: int = 0  # field 22, clock ticks after boot: with pid, names one process
-
-
 # ----------------------------------------------------------------------------------------------
 # Pure parts.
-
-
-def parse_stat(text: str | bytes) -> ProcStat:
-    """Parse ``/proc/<pid>/stat`` (its bytes as read, or their text).
-
-    ``comm`` (field 2) is in parentheses and may itself hold spaces and parentheses, so the
-    fixed fields are read after the *last* ``)``: state, ppid, pgrp, session, tty_nr.
-    Raises ValueError on text that is not a stat line.
-    """
-    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
-    head, sep, tail = data.rpartition(b")")
-    if not sep:
-        raise ValueError("no ')' in stat line")
-    pid = int(head.split(b"(", 1)[0])
-    # Only up to field 22 (starttime): the 30 fields after it are never read.
-    fields = tail.split(None, 21)
-    # fields[0] is field 3 (state): ppid is field 4, tty_nr field 7, starttime field 22.
-    start = int(fields[19]) if len(fields) > 19 else 0
-    return ProcStat(pid=pid, ppid=int(fields[1]), tty_nr=int(fields[4]), starttime=start)
 
 
 def pane_id_hint(value: str) -> str | None:
@@ -195,7 +168,7 @@ def read_stat(pid: int) -> ProcStat | None:
             data = os.read(fd, 4096)
         finally:
             os.close(fd)
-        return parse_stat(data)
+        return placed(parse_stat(data))
     except (OSError, ValueError, IndexError):
         return None
 
@@ -296,7 +269,7 @@ def reread_stat(data: bytes, first: ProcStat) -> ProcStat:
     """A later stat line of the process ``first`` was read from: only the fields that can
     change are parsed, up to field 7 instead of 22."""
     ppid, tty_nr = changing_fields(data)
-    return ProcStat(first.pid, int(ppid), int(tty_nr), first.starttime)
+    return first._replace(ppid=int(ppid), tty_nr=int(tty_nr))
 
 
 class PeerFacts:
@@ -347,7 +320,7 @@ class PeerFacts:
         read (its start time), not another that took the number since."""
         fd = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
         try:
-            now = parse_stat(os.pread(fd, 4096, 0))
+            now = placed(parse_stat(os.pread(fd, 4096, 0)))
         except (OSError, ValueError, IndexError):
             os.close(fd)
             raise
@@ -363,6 +336,34 @@ class PeerFacts:
             os.close(fd)
 
 
+def caller_facts(pid: int, own: Own) -> CallerFacts:
+    """What ``queries.decide_self`` asks of process ``pid``, from ``own`` (its stat and
+    ``TMUX_PANE``, already read); the ancestor walk (once) and the tty's path only when it
+    asks: for a caller that is not in a pane.  The daemon's answer (``identify``) and the
+    no-daemon one (tmuxlocd.clients.direct) are decided on these same facts."""
+    stat = own.stat
+    tty_nr = stat.tty_nr if stat is not None else 0
+
+    def stat_of(p: int) -> ProcStat | None:
+        # The caller's own stat was just read: reuse it for the first step of the walk.
+        return stat if p == pid else read_stat(p)
+
+    walked: list[int] = []
+
+    def ancestor_tty_nr() -> int:
+        if not walked:
+            walked.append(nearest_tty_ancestor(pid, stat_of, skip=tty_nr, shared=shared_server))
+        return walked[0]
+
+    return CallerFacts(
+        pid=pid,
+        tty_nr=tty_nr,
+        env_pane=own.env_pane,
+        ancestor_tty_nr=ancestor_tty_nr,
+        tty_path=lambda: tty_path(pid, tty_nr),
+    )
+
+
 def identify(
     view: View, pid: int, *, accept_ancestor: bool = False, known: Own | None = None
 ) -> SelfAnswer:
@@ -373,20 +374,4 @@ def identify(
     caller that is not.
     """
     mine = own_facts(pid) if known is None else known
-    own = mine.stat
-    tty_nr = own.tty_nr if own is not None else 0
-
-    def stat_of(p: int) -> ProcStat | None:
-        # The caller's own stat was just read: reuse it for the first step of the walk.
-        return own if p == pid else read_stat(p)
-
-    facts = CallerFacts(
-        pid=pid,
-        tty_nr=tty_nr,
-        env_pane=mine.env_pane,
-        ancestor_tty_nr=lambda: nearest_tty_ancestor(
-            pid, stat_of, skip=tty_nr, shared=shared_server
-        ),
-        tty_path=lambda: tty_path(pid, tty_nr),
-    )
-    return decide_self(view, facts, accept_ancestor=accept_ancestor)
+    return decide_self(view, caller_facts(pid, mine), accept_ancestor=accept_ancestor)
