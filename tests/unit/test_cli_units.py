@@ -20,7 +20,7 @@ from tmuxlocd.clients.client import (
     Tree,
 )
 from tmuxlocd.core import client_core as core
-from tmuxlocd.core import urls
+from tmuxlocd.core import oneshot, urls
 from tmuxlocd.core.client_core import (
     LineBuffer,
     SSEDecoder,
@@ -360,6 +360,10 @@ def test_decode_event_lines() -> None:
     assert decode_event_line(b'{"type":"reset","id":"b:0","time":2}') == Reset(id="b:0", time=2)
     with pytest.raises(msgspec.DecodeError):
         decode_event_line(b'{"type":"pane.added","id":"a:1"}')  # a known type, malformed
+    # Every type the daemon sends is known to the client, pane.activity too (the client's
+    # list was its own once, and lacked it): a malformed one is an error, not news.
+    with pytest.raises(msgspec.DecodeError):
+        decode_event_line(b'{"type":"pane.activity","id":"a:1"}')
 
 
 def test_sse_decoder() -> None:
@@ -565,9 +569,9 @@ def test_env_pane() -> None:
 
 
 def test_query_argv_and_parse() -> None:
-    argv = direct.query_argv("tmux", "/s")
+    argv = oneshot.query_argv("tmux", "/s")
     assert argv[:6] == ["tmux", "-u", "-S", "/s", "-f", os.devnull]
-    assert argv.count(";") == 3 and argv[-3:] == ["display-message", "-p", direct.PID_FORMAT]
+    assert argv.count(";") == 3 and argv[-3:] == ["display-message", "-p", oneshot.PID_FORMAT]
     assert SESSION_FORMAT in argv and WINDOW_FORMAT in argv and PANE_FORMAT in argv
     out = "\n".join(
         [
@@ -579,13 +583,13 @@ def test_query_argv_and_parse() -> None:
             "",
         ]
     )
-    state = direct.parse_query("/tmp/tmux-1000/default", out)
+    state = oneshot.parse_query("/tmp/tmux-1000/default", out)
     assert state.pid == 4242 and set(state.panes) == {"%3", "%4"}
     from tmuxlocd.core.location import build_locations
 
     assert build_locations(state)["%3"] == LOC
     with pytest.raises(RowError):
-        direct.parse_query("/s", "X\tnope\n")
+        oneshot.parse_query("/s", "X\tnope\n")
 
 
 @pytest.mark.parametrize(
@@ -610,7 +614,7 @@ def test_parse_query_names_by_tmux_version(version: str, window: str, session: s
             "",
         ]
     )
-    state = direct.parse_query("/s", out)
+    state = oneshot.parse_query("/s", out)
     assert state.pid == 4242
     assert state.windows["@2"].name == window and state.sessions["$1"].name == session
 
@@ -661,6 +665,6 @@ def test_direct_query_keeps_a_raw_line_feed_in_a_window_name() -> None:
         "P\t@1\t%1\t0\t1\t/dev/pts/2\t11\t0\t0\t158\t40\t0\n"
         "V\t42\t3.3a\n"
     )
-    state = direct.parse_query("/s", out)
+    state = oneshot.parse_query("/s", out)
     assert {w.id: w.name for w in state.windows.values()} == {"@0": "bad\nname", "@1": "ok"}
     assert sorted(state.panes) == ["%0", "%1"]

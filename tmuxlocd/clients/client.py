@@ -46,17 +46,14 @@ from tmuxlocd.core.answers import (
 # Besides what the transports use, the core's names that code written against the one-module
 # client imports from here (the decoders, the id spellings, the request builders).
 from tmuxlocd.core.client_core import (  # noqa: F401
-    DIRECTIONS,
     REQUEST_TIMEOUT,
     STREAM_TIMEOUT,
     Call,
     ClientCore,
     ClientError,
     DaemonUnavailable,
-    Direction,
     EventStream,
     LineBuffer,
-    Scope,
     SelfInfo,
     SSEDecoder,
     Step,
@@ -82,7 +79,9 @@ from tmuxlocd.core.client_core import (  # noqa: F401
     window_ref,
 )
 from tmuxlocd.core.events import Event
+from tmuxlocd.core.layout import DIRECTIONS, Direction  # noqa: F401 (the clients' vocabulary)
 from tmuxlocd.core.location import Location
+from tmuxlocd.core.queries import Scope
 from tmuxlocd.host.paths import client_socket_path as socket_path
 
 if TYPE_CHECKING:

@@ -35,8 +35,18 @@ from tmuxlocd.core.answers import (
     WaitAnswer,
 )
 from tmuxlocd.core.errors import TmuxlocdError
-from tmuxlocd.core.events import Event, Lagged, Reset, SnapshotEvent, event_decoder
+from tmuxlocd.core.events import (
+    EVENT_TYPES,
+    Event,
+    EventFormat,
+    Lagged,
+    Reset,
+    SnapshotEvent,
+    event_decoder,
+)
+from tmuxlocd.core.layout import DIRECTIONS, Direction
 from tmuxlocd.core.location import Location
+from tmuxlocd.core.queries import Scope
 from tmuxlocd.core.urls import notify_target, query_string, self_target, url_id
 
 T = TypeVar("T")
@@ -48,11 +58,8 @@ REQUEST_TIMEOUT = 15.0
 # Three missed 15 s heartbeats: the stream is dead even if the socket says nothing.
 STREAM_TIMEOUT = 45.0
 
-Direction = Literal["above", "below", "left", "right"]
-Scope = Literal["window", "session", "server", "all"]
-StreamFormat = Literal["ndjson", "sse"]
-
-DIRECTIONS: tuple[Direction, ...] = ("above", "below", "left", "right")
+# The vocabulary is the daemon's own, imported: a client cannot name what the daemon lacks.
+StreamFormat = EventFormat
 
 # Answers are tmuxlocd.core.answers' Structs (shared with the daemon); SelfInfo is the client's name
 # for the answer of GET /v1/self.
@@ -530,20 +537,6 @@ class _TypeOnly(msgspec.Struct):
     type: str = ""
 
 
-_KNOWN_TYPES = frozenset(
-    {
-        "snapshot",
-        "reset",
-        "lagged",
-        "pane.added",
-        "pane.changed",
-        "pane.removed",
-        "server.up",
-        "server.down",
-    }
-)
-
-
 def decode_event_line(line: bytes) -> Event | None:
     """One NDJSON line -> an Event; None for a blank line, a heartbeat or an unknown type
     (a newer daemon's), which a consumer can do nothing with."""
@@ -554,7 +547,7 @@ def decode_event_line(line: bytes) -> Event | None:
         return event_decoder.decode(line)
     except msgspec.ValidationError:
         kind = msgspec.json.decode(line, type=_TypeOnly).type
-        if kind == "heartbeat" or kind not in _KNOWN_TYPES:
+        if kind == "heartbeat" or kind not in EVENT_TYPES:
             return None
         raise
 

@@ -78,6 +78,11 @@ ActivityType = Literal["pane.activity"]
 ACTIVITY_TYPES: frozenset[str] = frozenset(get_args(ActivityType))
 STREAM_TYPES: frozenset[str] = CHANGE_TYPES | ACTIVITY_TYPES
 
+# Every tag an event of /v1/events may carry (a newer daemon may send others).
+EVENT_TYPES: frozenset[str] = frozenset(t.__struct_config__.tag for t in get_args(Event))
+# The formats of /v1/events a program reads (``text`` is for people: tmuxlocd.core.streams).
+EventFormat = Literal["ndjson", "sse"]
+
 HEARTBEAT_JSON = b'{"type":"heartbeat"}'
 
 encoder = msgspec.json.Encoder()
