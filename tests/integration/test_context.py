@@ -232,6 +232,20 @@ def test_the_form_install_writes(rig: Rig, mode: str) -> None:
     assert told is not None and "below %" in told
 
 
+def test_a_hook_installed_before_the_layers_still_runs(rig: Rig, mode: str) -> None:
+    """Installs before the package had folders wrote ``python -S <site>/tmuxlocd/context.py``
+    into harness hooks: that file still runs the hook, the same answers, from its depth."""
+    agent = Agent(rig, "a")
+    fast = this_hook()
+    old = [fast[0], "-S", str(Path(fast[2]).parent.parent / "context.py")]
+    assert old[2].endswith(os.path.join("tmuxlocd", "context.py")) and old[2] != fast[2]
+    assert agent.hook("codex", prompt("codex", "s1"), launcher=old) is not None
+    assert agent.hook("codex", prompt("codex", "s1"), launcher=old) is None
+    rig.tmux.run("split-window", "-d", "-t", agent.pane, "cat")
+    told = agent.hook("codex", after_tool("codex", "s1"), launcher=old)
+    assert told is not None and "below %" in told
+
+
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_after_a_break_pane_the_tool_hook_injects(rig: Rig, mode: str, harness: str) -> None:
     agent = Agent(rig, "a")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -801,6 +802,25 @@ def test_context_imports_nothing_heavy() -> None:
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("path", ["tmuxlocd/clients/context.py", "tmuxlocd/context.py"])
+def test_the_hook_file_runs_alone_from_its_depth(path: str, tmp_path: Path) -> None:
+    # As a harness starts it: ``python -S <file>`` from anywhere, with no site and no
+    # PYTHONPATH: the file finds its package by its own depth (the old path is one up).
+    # Nothing to tell (no daemon, no tmux): it exits 0 and prints nothing, after loading
+    # the hook module and none of the heavy ones.
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-S", str(Path(REPO) / path), "nonesuch"],
+        input="{}",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
 
 
 # ----------------------------------------------------------------------------------------------

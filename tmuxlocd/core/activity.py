@@ -14,6 +14,7 @@ from typing import Literal, get_args
 
 import msgspec
 
+from tmuxlocd.core.location import Location, PaneRef
 from tmuxlocd.core.procstat import ProcStat
 
 Until = Literal["idle", "busy", "exit", "change"]
@@ -212,3 +213,19 @@ def exited_activity(before: Activity) -> Activity:
     """A pane whose process exited by itself and that tmux removed (remain-on-exit off):
     dead, its status unknown."""
     return Activity(command=before.command, busy=False, dead=True)
+
+
+def pane_with(pane: PaneRef, act: Activity) -> PaneRef:
+    return msgspec.structs.replace(
+        pane,
+        command=act.command,
+        busy=act.busy,
+        dead=act.dead or pane.dead,
+        exit_status=act.exit_status,
+        exit_signal=act.exit_signal,
+    )
+
+
+def with_activity(loc: Location, act: Activity) -> Location:
+    """The Location with the pane's activity filled in (answers about activity only)."""
+    return msgspec.structs.replace(loc, pane=pane_with(loc.pane, act))

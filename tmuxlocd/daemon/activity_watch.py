@@ -35,14 +35,14 @@ from typing import Any, Protocol, TypeVar
 import msgspec
 
 from tmuxlocd.core import activity
-from tmuxlocd.core.activity import Activity, Outcome, Until
+from tmuxlocd.core.activity import Activity, Outcome, Until, with_activity
 from tmuxlocd.core.errors import SyncFailed
 from tmuxlocd.core.events import PaneActivity, PaneChanged, PaneRemoved, ServerDown
 from tmuxlocd.core.journal import Published
 from tmuxlocd.core.location import Location, PaneRef
-from tmuxlocd.core.procstat import stat_or_none
 from tmuxlocd.core.queries import Selection
 from tmuxlocd.daemon.hub import Hub, Subscriber
+from tmuxlocd.host import proc
 
 log = logging.getLogger(__name__)
 
@@ -96,54 +96,6 @@ class WaitResult(msgspec.Struct, frozen=True, kw_only=True):
     before: Activity
     waited_ms: float
     reason: str | None = None
-
-
-def read_file(path: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def read_pane(pane_pid: int) -> activity.Reading | None:
-    """One pane's activity from /proc (two small reads)."""
-    if pane_pid <= 0:
-        return activity.Reading(activity=activity.UNKNOWN, foreground=None)
-    raw = read_file(f"/proc/{pane_pid}/stat")
-    stat = stat_or_none(raw) if raw else None
-    whose = activity.foreground_pid(pane_pid, stat)
-    cmdline = read_file(f"/proc/{whose}/cmdline") if stat is not None else None
-    comm = stat.comm if stat is not None and whose == pane_pid else None
-    return activity.decide(pane_pid, stat, cmdline, comm)
-
-
-def pane_with(pane: PaneRef, act: Activity) -> PaneRef:
-    return msgspec.structs.replace(
-        pane,
-        command=act.command,
-        busy=act.busy,
-        dead=act.dead or pane.dead,
-        exit_status=act.exit_status,
-        exit_signal=act.exit_signal,
-    )
-
-
-def with_activity(loc: Location, act: Activity) -> Location:
-    """The Location with the pane's activity filled in (answers about activity only)."""
-    return msgspec.structs.replace(loc, pane=pane_with(loc.pane, act))
-
-
-def _pidfd(pid: int) -> int | None:
-    try:
-        return os.pidfd_open(pid)
-    except OSError:  # gone already, or not in our pid namespace
-        return None
 
 
 class _Waiter:
@@ -349,7 +301,7 @@ class ActivityWatcher:
                 activity.UNKNOWN, None, None
             )
             return watch
-        fd = _pidfd(watch.pid)
+        fd = proc.pidfd(watch.pid)
         if fd is not None:
             watch.pane_fd = fd
             asyncio.get_running_loop().add_reader(fd, self._pane_ended, watch)
@@ -407,14 +359,14 @@ class ActivityWatcher:
     def _read(self, watch: _Watch, *, publish: bool = True) -> None:
         if watch.closed or watch.activity.dead or watch.exiting:
             return
-        reading = read_pane(watch.pid)
+        reading = proc.read_pane(watch.pid)
         if reading is None:
             return  # the pane is going away: its removal or death will tell
         if reading.foreground != watch.foreground:
             self._close_fg(watch)
             watch.foreground = reading.foreground
             if reading.foreground is not None:
-                fd = _pidfd(reading.foreground)
+                fd = proc.pidfd(reading.foreground)
                 if fd is not None:
                     watch.fg_fd = fd
                     pid = reading.foreground
@@ -574,7 +526,7 @@ class ActivityWatcher:
         if pane.dead:
             known = self._dead.get(((socket_path, pane.id), pane.pid))
             return known or activity.dead_activity(activity.UNKNOWN, None, None)
-        reading = read_pane(pane.pid)
+        reading = proc.read_pane(pane.pid)
         return activity.UNKNOWN if reading is None else reading.activity
 
     # ------------------------------------------------------------------ waits

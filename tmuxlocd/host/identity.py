@@ -20,6 +20,7 @@ from typing import NamedTuple
 from tmuxlocd.core.answers import SelfAnswer
 from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
 from tmuxlocd.core.queries import SHARED_ANCESTOR, CallerFacts, View, decide_self
+from tmuxlocd.host import proc
 
 _PEERCRED = struct.Struct("3i")
 # An ancestor chain is short; the bound only protects against a cycle in a racing /proc.
@@ -146,43 +147,19 @@ def peer_credentials(sock: object) -> Peer | None:
     return Peer(pid, uid, gid)
 
 
-def _read(path: str) -> bytes:
-    # os.open/os.read: /proc files are small, and a buffered text file costs several times
-    # as much per request.
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 def read_stat(pid: int) -> ProcStat | None:
+    # One read: a stat line is well under 4 KiB (comm is at most 16 bytes), and this runs
+    # on every GET /v1/self.
+    data = proc.read(f"/proc/{pid}/stat")
     try:
-        # One read: a stat line is well under 4 KiB (comm is at most 16 bytes), and this
-        # runs on every GET /v1/self.
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            data = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-        return placed(parse_stat(data))
-    except (OSError, ValueError, IndexError):
+        return placed(parse_stat(data)) if data else None
+    except ValueError:
         return None
 
 
 def read_cmdline(pid: int) -> bytes:
     """The start of ``/proc/<pid>/cmdline`` (b"" when gone or unreadable)."""
-    try:
-        fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            return os.read(fd, 4096)
-        finally:
-            os.close(fd)
-    except OSError:
-        return b""
+    return proc.read(f"/proc/{pid}/cmdline") or b""
 
 
 def shared_server(pid: int) -> bool:
@@ -193,7 +170,7 @@ def shared_server(pid: int) -> bool:
 def read_env_pane(pid: int) -> str | None:
     """``TMUX_PANE`` of a process, or None if absent or unreadable (it may exit meanwhile)."""
     try:
-        return environ_pane(_read(f"/proc/{pid}/environ"))
+        return environ_pane(proc.read_all(f"/proc/{pid}/environ"))
     except OSError:
         return None
 

@@ -15,6 +15,7 @@ import msgspec
 from aiohttp import web
 
 from tmuxlocd.core import activity
+from tmuxlocd.core.activity import pane_with, with_activity
 from tmuxlocd.core.answers import Tree, WaitAnswer
 from tmuxlocd.core.events import ACTIVITY_TYPES
 from tmuxlocd.core.location import Location
@@ -23,8 +24,6 @@ from tmuxlocd.daemon.activity_watch import (
     ActivityWatcher,
     Stopping,
     WaitLimit,
-    pane_with,
-    with_activity,
 )
 from tmuxlocd.daemon.api.context import Context
 from tmuxlocd.daemon.api.errors import ApiError
