@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.rig import SELF_FORMAT
+from bench.rig import SELF_FORMAT, machine_facts
 from bench.stats import fmt_ms, median, p99
 from bench.tmuxfarm import Farm
 
@@ -182,24 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("bench.context: no tmux on PATH")
     sizes = [10] if args.quick else [int(s) for s in args.sizes.split(",")]
     n, warmup = (8, 2) if args.quick else (args.n, 5)
-    facts: dict[str, object] = {
-        "tmux": subprocess.run([tmux, "-V"], capture_output=True, text=True, check=True)
-        .stdout.strip()
-        .removeprefix("tmux "),
-        "python": sys.version.split()[0],
-        "cores": os.cpu_count(),
-        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
-        "samples": n,
-    }
-    head = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    if head:
-        facts["commit"] = head
+    facts: dict[str, object] = {**machine_facts(tmux), "samples": n}
+    facts["tmux"] = str(facts["tmux"]).removeprefix("tmux ")
     # As an installed package has them (pip compiles on install); the environment may say
     # not to write bytecode, and compiling on every start would be measured instead.
     compileall.compile_dir(str(REPO / "tmuxlocd"), quiet=1, force=False)

@@ -755,9 +755,9 @@ def render(res: Results) -> str:
         "",
         "Load average (1 min) of the machine before/after each size: "
         + ", ".join(
-            f"{p} panes {v[0]:.1f}/{v[1]:.1f}"
+            f"{p} panes " + ", ".join(f"{a:.1f}/{b:.1f}" for a, b in loads)
             for p in f.get("sizes", [])
-            if (v := f.get(f"load average (1 min) before, after@{p}")) is not None
+            if (loads := f.get(f"load average (1 min) before, after@{p}"))
         )
         + " (other work on this 2-core machine shifts absolute numbers; ratios are taken"
         " between measurements interleaved in the same run).",
@@ -969,3 +969,76 @@ FANOUT_METHOD = """\\
   is the daemon's delivery (from its first accepted reconnect to the last snapshot) over the
   floor's.
 """
+
+
+def plan_many(res: Results, panes: int) -> int:
+    """The largest number of subscribers B3 was measured with at ``panes``."""
+    counts = {int(k.split()[2]) for k in res.series if k.startswith("B3 attached ")}
+    return max((c for c in counts if res.get(f"B3 attached {c} last", panes)), default=1)
+
+
+def latency_section(res: Results) -> str:
+    """A results section of the latency run for one tmux version (``--section latency``):
+    the goal rows, and the load it ran under."""
+    rows = build_rows(res)
+    loads = "; ".join(
+        f"{p} panes "
+        + ", ".join(
+            f"{a:.1f}/{b:.1f}"
+            for a, b in res.facts.get(f"load average (1 min) before, after@{p}", [])
+        )
+        for p in res.facts.get("sizes", [])
+    )
+    b3 = []
+    for p in res.facts.get("sizes", []):
+        for where, alt in (("attached", "cm"), ("other", "hook")):
+            for count in sorted({1, plan_many(res, p)}):
+                key, metric = str(count), "last" if count > 1 else "first"
+                mine = res.get(f"B3 {where} {key} {metric}", p)
+                other = res.get(f"B3 {where} {key} {alt}", p)
+                if mine and other:
+                    b3.append(
+                        f"{where} {p} ({key} subscriber(s)): n={len(mine)}, daemon "
+                        f"{fmt_ms(median(mine))}, alternative {fmt_ms(median(other))}"
+                    )
+    parts = [
+        f"## B3 and B7 on {res.facts.get('tmux')}",
+        "",
+        f"Load average (1 min) before/after each round: {loads}.",
+        "",
+        summary(rows),
+        "",
+        goal_table(rows),
+        "",
+    ]
+    if res.misses:
+        parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
+    parts += ["Samples: " + "; ".join(b3) + ".", ""]
+    floors = []
+    for p in res.facts.get("sizes", []):
+        lc = res.get("B3 floor layout-change", p)
+        answered = res.get("B3 floor query answered", p)
+        if lc and answered:
+            gaps = [b - a for a, b in zip(lc, answered, strict=True)]
+            floors.append(f"{p} panes +{fmt_ms(median(gaps))} (n={len(gaps)})")
+    hooks = []
+    for p in res.facts.get("sizes", []):
+        gaps = hook_gaps(res, p)
+        if gaps:
+            hooks.append(f"{p} panes {median(gaps) * 1000:+.2f} ms (n={len(gaps)})")
+    if hooks:
+        parts += [
+            "tmux alone, before the daemon starts: the daemon's own hooks hand a split's rows "
+            "to a bare control client attached to its session (3.4+: their `%message` on it) "
+            "after its `%layout-change` by: " + "; ".join(hooks) + ".",
+            "",
+        ]
+    if floors:
+        parts += [
+            "tmux alone, before the daemon starts: a bare control client's `list-panes -t @W` "
+            "(the daemon's window query), sent as it reads the split's `%layout-change`, is "
+            "answered after that `%layout-change` by: " + "; ".join(floors) + ". A path that "
+            "needs a query (tmux 3.3, the observer's session) cannot beat this.",
+            "",
+        ]
+    return "\n".join(parts)

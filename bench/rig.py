@@ -12,6 +12,7 @@ import compileall
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -394,3 +395,30 @@ def sched_per_change(
     changes = 2 * n
     res.add(f"{name} on-cpu", panes, [(run - before[0]) / changes])
     res.add(f"{name} runnable", panes, [(wait - before[1]) / changes])
+
+
+def machine_facts(tmux: str) -> dict[str, Any]:
+    """What a result was measured on: tmux, Python, cores, when, and which daemon (the
+    commit, and whether its package had local changes).  Every results file states these."""
+    facts: dict[str, Any] = {
+        "tmux": subprocess.run(
+            [tmux, "-V"], capture_output=True, text=True, check=True
+        ).stdout.strip(),
+        "python": sys.version.split()[0],
+        "cores": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+    }
+    git = shutil.which("git")
+    if git is not None:
+
+        def out(*args: str) -> str:
+            run = subprocess.run(
+                [git, *args], cwd=REPO, capture_output=True, text=True, check=False
+            )
+            return run.stdout.strip()
+
+        head = out("rev-parse", "--short", "HEAD")
+        if head:
+            dirty = out("status", "--porcelain", "--", "tmuxlocd")
+            facts["commit"] = head + (" (tmuxlocd/ with local changes)" if dirty else "")
+    return facts

@@ -12,12 +12,12 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench import activity, procstat
 from bench.fanout_proc import ProbeProc
@@ -36,6 +36,7 @@ from bench.rig import (
     Tap,
     Targets,
     log,
+    machine_facts,
     observer_session,
     pick_targets,
     sched_per_change,
@@ -547,23 +548,251 @@ async def costs_without_daemon(
         await driver.close()
 
 
-async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str) -> None:
+async def identity_rows(
+    farm: Farm,
+    probe: ProbeLink,
+    daemon: Daemon,
+    panes: int,
+    plan: Plan,
+    res: Results,
+    tmux: str,
+    probe_pane: str,
+) -> Floor:
+    """B6, B1 and B2, asked by the probe in its pane, the floor app beside the daemon (the
+    floor is returned running: B4 asks it again)."""
+    # What the probe's pane looks like to the daemon, and the bytes a model reads (B6).
+    me = await probe.job("fetch", socket=daemon.socket, path="/v1/self")
+    body = json.loads(me["body"])
+    if not body.get("inside_tmux"):
+        raise RuntimeError(f"/v1/self from the probe's pane says: {me['body']}")
+    self_size = me["length"]
+    res.facts[f"B1 self body bytes@{panes}"] = self_size
+    text = await probe.job("fetch", socket=daemon.socket, path="/v1/self?format=text")
+    res.facts[f"B6 self text@{panes}"] = text["length"]
+    res.facts[f"B6 self text body@{panes}"] = text["body"]
+    summary = await probe.job(
+        "fetch", socket=daemon.socket, path="/v1/panes?window=self&detail=summary"
+    )
+    res.facts[f"B6 summary@{panes}"] = summary["length"]
+    res.facts[f"B6 summary panes@{panes}"] = len(json.loads(summary["body"])["panes"])
+    rows = await asyncio.to_thread(farm.dump_json_rows, LOCATION_FIELDS)
+    res.facts[f"B6 dump location fields@{panes}"] = len(json.dumps(rows).encode())
+    from libtmux.neo import get_output_format
+
+    lib_fields, _ = get_output_format("list-panes", farm.run("-V").split()[-1])
+    rows = await asyncio.to_thread(farm.dump_json_rows, lib_fields)
+    rows = [{k: v for k, v in row.items() if v} for row in rows]
+    res.facts[f"B6 dump libtmux fields@{panes}"] = len(json.dumps(rows).encode())
+    res.facts["B6 libtmux field count"] = len(lib_fields)
+
+    floor = Floor(farm.dir, self_size)
+    await floor.start()
+
+    # B1: keep-alive latency, the daemon and the floor app round robin, two at a time: with
+    # a third target on the daemon in the same rotation (its /v1/panes/N), the daemon
+    # answered two requests of every three and met each /v1/self still busy from the one
+    # before, while the floor app had slept through two gaps; that measured the daemon at
+    # 0.87-0.93x its floor where a pair measures 1.07-1.13x.
+    pane_num = probe_pane.lstrip("%")
+    log(f"{panes} panes: B1 latency")
+    self_and_floor = [
+        {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+        {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+    ]
+    # A round first, not counted: the first requests of new connections to a process that
+    # was just started (the floor app) measured slower than later ones.
+    await probe.job(
+        "latency", n=plan.warm_n, warmup=0, gap_s=plan.latency_gap_s, targets=self_and_floor
+    )
+    lat = await probe.job(
+        "latency",
+        n=plan.latency_n,
+        warmup=50,
+        gap_s=plan.latency_gap_s,
+        targets=self_and_floor,
+    )
+    for name, values in lat["samples"].items():
+        res.add(f"B1 keepalive {name}", panes, values)
+    lat = await probe.job(
+        "latency",
+        n=plan.latency_n,
+        warmup=50,
+        gap_s=plan.latency_gap_s,
+        targets=[
+            {"name": "pane", "socket": daemon.socket, "path": f"/v1/panes/{pane_num}"},
+            {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+        ],
+    )
+    res.add("B1 keepalive pane", panes, lat["samples"]["pane"])
+    res.add("B1 keepalive pane floor", panes, lat["samples"]["floor"])
+    b2b = await probe.job(
+        "latency",
+        n=plan.b2b_n,
+        warmup=50,
+        gap_s=0.0,
+        targets=[
+            {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+            {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+        ],
+    )
+    for name, values in b2b["samples"].items():
+        res.add(f"B1 back-to-back {name}", panes, values)
+    curl = await probe.job(
+        "curl",
+        n=plan.curl_n,
+        warmup=2,
+        targets=[
+            {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+            {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+        ],
+    )
+    for name, values in curl["samples"].items():
+        res.add(f"B1 curl {name}", panes, values)
+    alts = await probe.job(
+        "alternatives",
+        n=plan.alts(panes),
+        warmup=1,
+        tmux=tmux,
+        server=farm.socket,
+        pane=probe_pane,
+        fmt=SELF_FORMAT,
+    )
+    for name, values in alts["samples"].items():
+        res.add(f"B1 {name}", panes, values)
+
+    # B2: throughput, 1 and 8 connections, and the server's CPU per request (less
+    # sensitive than the rate to whatever else the machine is doing).
+    log(f"{panes} panes: B2 throughput")
+    servers = {"self": (daemon.socket, daemon.pid), "floor": (floor.socket, floor.pid)}
+    for conns in (1, 8):
+        for rnd in range(plan.tput_rounds):
+            order = ["self", "floor"] if rnd % 2 == 0 else ["floor", "self"]
+            for name in order:
+                sock, pid = servers[name]
+                c0 = procstat.cpu_seconds(pid)
+                tput = await probe.job(
+                    "throughput",
+                    conns=conns,
+                    duration=plan.tput_s,
+                    socket=sock,
+                    path="/v1/self",
+                )
+                cpu = procstat.cpu_seconds(pid) - c0
+                res.add(f"B2 {conns} {name}", panes, [tput["count"] / tput["elapsed"]])
+                res.add(f"B2 cpu {conns} {name}", panes, [cpu / tput["count"]])
+    return floor
+
+
+BUILT = Path.home() / ".cache" / "tmuxlocd" / "tmux"
+
+
+def built_tmux(version: str) -> str:
+    """The binary ``.ci/build-tmux`` made for ``version``."""
+    path = BUILT / version / "bin" / "tmux"
+    if not os.access(path, os.X_OK):
+        raise SystemExit(f"bench: no tmux {version} at {path} (build it with .ci/build-tmux)")
+    return str(path)
+
+
+def tmux_version(tmux: str) -> str:
+    out = subprocess.run([tmux, "-V"], capture_output=True, text=True, check=True).stdout
+    return out.strip()
+
+
+@contextlib.contextmanager
+def tmux_first_on_path(tmux: str) -> Iterator[None]:
+    """The daemon runs the tmux it finds on PATH: put this one first while it is measured."""
+    before = os.environ.get("PATH", os.defpath)
+    os.environ["PATH"] = str(Path(tmux).resolve().parent) + os.pathsep + before
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = before
+
+
+async def query_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Results) -> None:
+    """tmux alone, no daemon: a bare control client attached to the split's session sends
+    the daemon's window query (``list-panes -t @W`` with its row format) the moment it reads
+    the ``%layout-change``, as the daemon does on tmux 3.3.  tmux answers it only once it has
+    finished the splitting command, so this is the least a query-based path can add over
+    the ``%layout-change`` alternative."""
+    from tmuxlocd.core.model import PANE_WINDOW_FORMAT
+    from tmuxlocd.core.protocol import command
+
+    peer = await attach_control(
+        farm, targets.attached_session, "no-output,ignore-size,read-only", bus
+    )
+    argv = ("list-panes", "-t", targets.attached_window, "-F", PANE_WINDOW_FORMAT)
+    query = command(*argv).decode().rstrip("\n")
+    start = b"%layout-change " + targets.attached_window.encode() + b" "
+    lc: list[float] = []
+    answered: list[float] = []
+    seen: list[float] = []  # this sample's %layout-change
+    replies: list[asyncio.Task[list[bytes]]] = []  # and the query sent on it
+
+    def on_line(t: float, line: bytes) -> None:
+        if not seen and line.startswith(start):
+            seen.append(t)
+            replies.append(asyncio.ensure_future(peer.command(query)))
+
+    peer.on_line = on_line
+    try:
+        for _ in range(n):
+            await bus.quiet(0.06)
+            seen.clear()
+            replies.clear()
+            t0 = time.perf_counter()
+            new = await split_off(farm, targets.attached_pane)
+            if await bus.wait_for(lambda: bool(replies), 5.0):
+                await replies[0]
+                lc.append(seen[0] - t0)
+                answered.append(time.perf_counter() - t0)
+            await farm.arun("kill-pane", "-t", new)
+    finally:
+        peer.on_line = None
+        await peer.close()
+    res.add("B3 floor layout-change", farm.total, lc)
+    res.add("B3 floor query answered", farm.total, answered)
+
+
+# The sections a run measures: every figure (the default), or only what differs by tmux
+# version (B3 with one subscriber and many, B7, B5's idle intervals B7's correction needs,
+# and the floor of a query-based path), for a given tmux binary.
+SECTIONS = ("all", "latency")
+
+
+async def run_size(
+    panes: int,
+    plan: Plan,
+    res: Results,
+    heavy: bool,
+    tmux: str,
+    section: str = "all",
+) -> None:
+    """One fresh server of ``panes`` panes and a daemon on it: the figures of ``section``.
+    ``heavy`` (the largest size) adds those measured once: B4, B5, B7, activity."""
+    everything = section == "all"
     log(f"{panes} panes: building the tmux server")
     farm = Farm(tmux, panes)
     bus = Bus()
     probe = ProbeLink(str(farm.dir / "ctl.sock"))
-    await probe.listen()
     daemon: Daemon | None = None
     floor: Floor | None = None
     subs = Subscribers(bus)
     held = ProbeProc()  # B3's many subscribers, and B4's
     try:
-        await asyncio.to_thread(
-            farm.build, [sys.executable, "-m", "bench.client_probe", probe.path], str(REPO)
-        )
-        await probe.connected(60)
-        probe_pane = str(probe.hello["pane"])
-        log(f"{panes} panes: probe in {probe_pane} on {probe.hello['tty']}")
+        probe_pane = ""
+        if everything:
+            # The identity rows' client runs in a pane: /v1/self knows it by its tty.
+            await probe.listen()
+            await asyncio.to_thread(
+                farm.build, [sys.executable, "-m", "bench.client_probe", probe.path], str(REPO)
+            )
+            await probe.connected(60)
+            probe_pane = str(probe.hello["pane"])
+            log(f"{panes} panes: probe in {probe_pane} on {probe.hello['tty']}")
+        else:
+            await asyncio.to_thread(farm.build, list(PANE_CMD), str(REPO))
 
         # Planned split targets (the observer attaches to the lowest session id when no
         # client is attached; checked below once the daemon runs).
@@ -571,6 +800,9 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         if heavy:
             log(f"{panes} panes: idle tmux server and split cost without the daemon")
             await costs_without_daemon(farm, bus, first_targets, plan, res)
+        if not everything:
+            log(f"{panes} panes: a query-based path's floor (tmux alone)")
+            await query_floor(farm, bus, first_targets, plan.props(panes), res)
 
         log(f"{panes} panes: the daemon's hooks alone (B3's floor of the hook path)")
         await hook_floor(farm, bus, first_targets, plan.props(panes), res)
@@ -583,127 +815,8 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         attached = observer_session(farm, daemon)
         targets = pick_targets(farm, attached)
         res.facts[f"RSS no subscribers@{panes}"] = procstat.rss_bytes(daemon.pid)
-
-        # What the probe's pane looks like to the daemon, and the bytes a model reads (B6).
-        me = await probe.job("fetch", socket=daemon.socket, path="/v1/self")
-        body = json.loads(me["body"])
-        if not body.get("inside_tmux"):
-            raise RuntimeError(f"/v1/self from the probe's pane says: {me['body']}")
-        self_size = me["length"]
-        res.facts[f"B1 self body bytes@{panes}"] = self_size
-        text = await probe.job("fetch", socket=daemon.socket, path="/v1/self?format=text")
-        res.facts[f"B6 self text@{panes}"] = text["length"]
-        res.facts[f"B6 self text body@{panes}"] = text["body"]
-        summary = await probe.job(
-            "fetch", socket=daemon.socket, path="/v1/panes?window=self&detail=summary"
-        )
-        res.facts[f"B6 summary@{panes}"] = summary["length"]
-        res.facts[f"B6 summary panes@{panes}"] = len(json.loads(summary["body"])["panes"])
-        rows = await asyncio.to_thread(farm.dump_json_rows, LOCATION_FIELDS)
-        res.facts[f"B6 dump location fields@{panes}"] = len(json.dumps(rows).encode())
-        from libtmux.neo import get_output_format
-
-        lib_fields, _ = get_output_format("list-panes", farm.run("-V").split()[-1])
-        rows = await asyncio.to_thread(farm.dump_json_rows, lib_fields)
-        rows = [{k: v for k, v in row.items() if v} for row in rows]
-        res.facts[f"B6 dump libtmux fields@{panes}"] = len(json.dumps(rows).encode())
-        res.facts["B6 libtmux field count"] = len(lib_fields)
-
-        floor = Floor(farm.dir, self_size)
-        await floor.start()
-
-        # B1: keep-alive latency, the daemon and the floor app round robin, two at a time: with
-        # a third target on the daemon in the same rotation (its /v1/panes/N), the daemon
-        # answered two requests of every three and met each /v1/self still busy from the one
-        # before, while the floor app had slept through two gaps; that measured the daemon at
-        # 0.87-0.93x its floor where a pair measures 1.07-1.13x.
-        pane_num = probe_pane.lstrip("%")
-        log(f"{panes} panes: B1 latency")
-        self_and_floor = [
-            {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
-            {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-        ]
-        # A round first, not counted: the first requests of new connections to a process that
-        # was just started (the floor app) measured slower than later ones.
-        await probe.job(
-            "latency", n=plan.warm_n, warmup=0, gap_s=plan.latency_gap_s, targets=self_and_floor
-        )
-        lat = await probe.job(
-            "latency",
-            n=plan.latency_n,
-            warmup=50,
-            gap_s=plan.latency_gap_s,
-            targets=self_and_floor,
-        )
-        for name, values in lat["samples"].items():
-            res.add(f"B1 keepalive {name}", panes, values)
-        lat = await probe.job(
-            "latency",
-            n=plan.latency_n,
-            warmup=50,
-            gap_s=plan.latency_gap_s,
-            targets=[
-                {"name": "pane", "socket": daemon.socket, "path": f"/v1/panes/{pane_num}"},
-                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-            ],
-        )
-        res.add("B1 keepalive pane", panes, lat["samples"]["pane"])
-        res.add("B1 keepalive pane floor", panes, lat["samples"]["floor"])
-        b2b = await probe.job(
-            "latency",
-            n=plan.b2b_n,
-            warmup=50,
-            gap_s=0.0,
-            targets=[
-                {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
-                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-            ],
-        )
-        for name, values in b2b["samples"].items():
-            res.add(f"B1 back-to-back {name}", panes, values)
-        curl = await probe.job(
-            "curl",
-            n=plan.curl_n,
-            warmup=2,
-            targets=[
-                {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
-                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-            ],
-        )
-        for name, values in curl["samples"].items():
-            res.add(f"B1 curl {name}", panes, values)
-        alts = await probe.job(
-            "alternatives",
-            n=plan.alts(panes),
-            warmup=1,
-            tmux=tmux,
-            server=farm.socket,
-            pane=probe_pane,
-            fmt=SELF_FORMAT,
-        )
-        for name, values in alts["samples"].items():
-            res.add(f"B1 {name}", panes, values)
-
-        # B2: throughput, 1 and 8 connections, and the server's CPU per request (less
-        # sensitive than the rate to whatever else the machine is doing).
-        log(f"{panes} panes: B2 throughput")
-        servers = {"self": (daemon.socket, daemon.pid), "floor": (floor.socket, floor.pid)}
-        for conns in (1, 8):
-            for rnd in range(plan.tput_rounds):
-                order = ["self", "floor"] if rnd % 2 == 0 else ["floor", "self"]
-                for name in order:
-                    sock, pid = servers[name]
-                    c0 = procstat.cpu_seconds(pid)
-                    tput = await probe.job(
-                        "throughput",
-                        conns=conns,
-                        duration=plan.tput_s,
-                        socket=sock,
-                        path="/v1/self",
-                    )
-                    cpu = procstat.cpu_seconds(pid) - c0
-                    res.add(f"B2 {conns} {name}", panes, [tput["count"] / tput["elapsed"]])
-                    res.add(f"B2 cpu {conns} {name}", panes, [cpu / tput["count"]])
+        if everything:
+            floor = await identity_rows(farm, probe, daemon, panes, plan, res, tmux, probe_pane)
 
         # B3: change propagation, 1 subscriber then many.
         await held.start()
@@ -720,7 +833,7 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             daemon.pid,
         )
 
-        if heavy:
+        if heavy and floor is not None:
             # B4: memory and latency with many subscribers connected (held's).
             log(f"{panes} panes: B4 with {plan.many_subs} subscribers")
             res.facts[f"B4 subscribers@{panes}"] = plan.many_subs
@@ -739,8 +852,9 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                 res.add(f"B4 keepalive {name}", panes, values)
         await held.stop()
         if heavy:
-            await floor.stop()
-            floor = None
+            if floor is not None:
+                await floor.stop()
+                floor = None
 
             # B7 with the daemon: its re-reads of each change are inside the window.
             log(f"{panes} panes: B7 split cost with the daemon")
@@ -754,8 +868,10 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                     ("attached", targets.attached_pane),
                     ("other", targets.other_pane),
                 ):
-                    cpu, wall = await split_cost(farm, driver, bus, one, pane, plan.split_k)
-                    res.facts[f"B7 with {label}@{panes}"] = (cpu, wall)
+                    cost = await split_cost(farm, driver, bus, one, pane, plan.split_k)
+                    key = f"B7 with {label}@{panes}"
+                    res.facts[key] = add_cost(res.facts.get(key), cost)
+                res.facts[f"B7 rounds@{panes}"] = res.facts.get(f"B7 rounds@{panes}", 0) + 1
             finally:
                 await driver.close()
                 one.close()
@@ -766,8 +882,10 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             idle = await idle_cpu(farm, daemon, plan.idle_s)
             res.facts[f"B5 idle with daemon@{panes}"] = idle
             res.facts["B5 idle seconds"] = plan.idle_s
-            res.facts[f"B7 split_k@{panes}"] = plan.split_k
+            # B7's figures are sums over the rounds (``--rounds``): so is its count of splits.
+            res.facts[f"B7 split_k@{panes}"] = plan.split_k * res.facts[f"B7 rounds@{panes}"]
 
+        if heavy and everything:
             log(f"{panes} panes: pane activity (CPU with 0, 10, all watched; end latency)")
             activity_cpu, latency = await activity.measure(
                 farm, daemon.socket, daemon.pid, plan.activity_s, plan.activity_runs
@@ -779,6 +897,8 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             for name, values in latency.items():
                 res.add(f"activity {name}", panes, values)
 
+        if not everything:
+            return
         res.facts[f"RSS end@{panes}"] = procstat.rss_bytes(daemon.pid)
         own, kids = daemon.cpu()
         res.facts[f"daemon CPU total@{panes}"] = (own, kids)
@@ -803,13 +923,21 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         farm.kill()
 
 
-async def run(plan: Plan, res: Results) -> None:
-    tmux = shutil.which("tmux")
-    if tmux is None:
-        raise RuntimeError("no tmux on PATH")
+async def run_section(tmux: str, plan: Plan, rounds: int, section: str) -> Results:
+    """Every size, ``rounds`` times, on one tmux binary (put first on PATH: the daemon runs
+    the tmux it finds there), each on a fresh server and daemon, so that a burst of other
+    work on the machine shows as a round that differs, not as one wrong number."""
+    res = Results()
+    res.facts.update(machine_facts(tmux))
+    res.facts["section"] = section
+    res.facts["sizes"] = list(plan.sizes)
     heaviest = max(plan.sizes)
-    for panes in plan.sizes:
-        # Other work on the machine moves every number; the load says how much there was.
-        load0 = os.getloadavg()[0]
-        await run_size(panes, plan, res, heavy=panes == heaviest, tmux=tmux)
-        res.facts[f"load average (1 min) before, after@{panes}"] = (load0, os.getloadavg()[0])
+    with tmux_first_on_path(tmux):
+        for rnd in range(rounds):
+            for panes in plan.sizes:
+                load0 = os.getloadavg()[0]
+                log(f"{res.facts['tmux']}: {panes} panes, round {rnd + 1} of {rounds}")
+                await run_size(panes, plan, res, panes == heaviest, tmux, section)
+                loads = res.facts.setdefault(f"load average (1 min) before, after@{panes}", [])
+                loads.append((load0, os.getloadavg()[0]))
+    return res
