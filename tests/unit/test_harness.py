@@ -887,6 +887,7 @@ def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
     """The hook's nearest ancestor with a tty is on no pane's tty: the harness runs outside
     tmux, so a writer of its transcript in some pane is not asked about."""
     from tmuxlocd.clients import context
+    from tmuxlocd.core import caller
     from tmuxlocd.host import identity
 
     log = tmp_path / "log"
@@ -898,11 +899,11 @@ def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
         return []
 
     monkeypatch.setattr(context, "transcript_writers", writers)
-    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 34999)
+    monkeypatch.setattr(caller, "nearest_tty_ancestor", lambda *a, **k: 34999)
     reading = context.read_by_transcript(event, {context.DEBUG_LOG: str(log)})
     assert reading is harness.ABSENT and asked == []
     assert "nearest ancestor's is no pane's" in log.read_text()
-    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 0)
+    monkeypatch.setattr(caller, "nearest_tty_ancestor", lambda *a, **k: 0)
     monkeypatch.setattr(identity, "read_stat", lambda pid: ProcStat(pid, 1, 0))
     assert context.read_by_transcript(event, {context.DEBUG_LOG: str(log)}) is harness.ABSENT
     assert asked == ["/t.jsonl"]

@@ -9,18 +9,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tmuxlocd.core.caller import (
+    environ_pane,
+    nearest_tty_ancestor,
+    pane_id_hint,
+    pts_path,
+    reread_stat,
+    serves_sessions,
+)
 from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
 from tmuxlocd.core.queries import SHARED_ANCESTOR
 from tmuxlocd.host.identity import (
     PeerFacts,
-    environ_pane,
-    nearest_tty_ancestor,
-    pane_id_hint,
     peer_credentials,
-    pts_path,
     read_stat,
-    reread_stat,
-    serves_sessions,
     tty_path,
 )
 

@@ -291,6 +291,7 @@ def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harn
     from tmux (no ETag); nothing, and why in the debug log, when it cannot be told."""
     _with_site()
     from tmuxlocd.clients import direct
+    from tmuxlocd.core.caller import nearest_tty_ancestor
     from tmuxlocd.core.location import text_form
     from tmuxlocd.host import identity
 
@@ -299,7 +300,7 @@ def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harn
     # session, whoever else writes its transcript.
     me = os.getpid()
     own = identity.read_stat(me)
-    up = identity.nearest_tty_ancestor(me, identity.read_stat, shared=identity.shared_server)
+    up = nearest_tty_ancestor(me, identity.read_stat, shared=identity.shared_server)
     if (own is not None and own.tty_nr) or up > 0:
         debug(env, event, "the hook's tty or nearest ancestor's is no pane's")
         return harness.ABSENT

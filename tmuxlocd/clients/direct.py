@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 
 from tmuxlocd.core.answers import SelfAnswer
+from tmuxlocd.core.caller import pane_id_hint
 from tmuxlocd.core.errors import RowError
 from tmuxlocd.core.model import ServerState
 from tmuxlocd.core.oneshot import parse_query, query_argv
@@ -38,7 +39,7 @@ NOTE = "tmuxlocd: no daemon answered; computed directly from tmux"
 
 
 def env_pane(env: Mapping[str, str]) -> str | None:
-    return identity.pane_id_hint(env.get("TMUX_PANE", ""))
+    return pane_id_hint(env.get("TMUX_PANE", ""))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -156,7 +156,7 @@ class CallerFacts:
     tty_nr: int  # the controlling tty's device number, 0 for none
     env_pane: str | None  # its TMUX_PANE when it looks like a pane id: a hint, never trusted
     # The nearest proper ancestor's tty (not tty_nr), 0 for none, SHARED_ANCESTOR when the
-    # walk met a server that serves several sessions first (``identity.serves_sessions``).
+    # walk met a server that serves several sessions first (``caller.serves_sessions``).
     ancestor_tty_nr: Callable[[], int]
     tty_path: Callable[[], str | None]  # a path of tty_nr when it is no pane's
 

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from tmuxlocd.core import queries
 from tmuxlocd.core.answers import SelfAnswer
+from tmuxlocd.core.caller import nearest_tty_ancestor
 from tmuxlocd.core.errors import SyncFailed
 from tmuxlocd.core.location import Location
 from tmuxlocd.core.memo import Kept
@@ -16,7 +17,7 @@ from tmuxlocd.core.queries import Selection
 from tmuxlocd.daemon.api.context import Context
 from tmuxlocd.daemon.api.errors import ApiError, ambiguous, sync_failed
 from tmuxlocd.daemon.api.replies import Prepared
-from tmuxlocd.host.identity import Own, identify, nearest_tty_ancestor, read_stat
+from tmuxlocd.host.identity import Own, identify, read_stat
 from tmuxlocd.host.sockets import resolve_server
 
 
