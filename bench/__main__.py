@@ -18,7 +18,7 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.report import build_rows, goal_table, latency_section, render, summary
+from bench.report import build_rows, goal_table, render, summary
 from bench.runner import SECTIONS, Plan, built_tmux, run_section
 
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out
     for tmux in binaries:
         res = asyncio.run(run_section(tmux, latency_plan(plan), args.rounds, "latency"))
-        part = latency_section(res)
+        part = render(res)
         print(part)
         parts.append(part)
     if out is not None:

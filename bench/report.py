@@ -743,15 +743,22 @@ def fanout_method() -> str:
 
 
 def render(res: Results) -> str:
+    """A run's results in Markdown: every figure (a results file), or the latency section of
+    one tmux version (``--section latency``, a section of one)."""
     rows = build_rows(res)
     f = res.facts
+    latency = f.get("section") == "latency"
     parts = [
-        "# tmuxlocd benchmark results",
+        f"## B3 and B7 on {f.get('tmux')}" if latency else "# tmuxlocd benchmark results",
         "",
         f"Date {f.get('date')}; {f.get('tmux')}; Python {f.get('python')}; "
         f"{f.get('cores')} cores; commit {f.get('commit', '?')}; sizes {f.get('sizes')} panes"
         + ("; **quick run** (few iterations, not for the record)" if f.get("quick") else "")
-        + ". Regenerate with `python -m bench`.",
+        + (
+            ". Regenerate with `python -m bench --section latency`."
+            if latency
+            else ". Regenerate with `python -m bench`."
+        ),
         "",
         "Load average (1 min) of the machine before/after each size: "
         + ", ".join(
@@ -769,6 +776,8 @@ def render(res: Results) -> str:
     ]
     if res.misses:
         parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
+    if latency:
+        return "\n".join(parts + latency_notes(res))
     parts += [
         METHOD,
         fanout_method(),
@@ -977,18 +986,9 @@ def plan_many(res: Results, panes: int) -> int:
     return max((c for c in counts if res.get(f"B3 attached {c} last", panes)), default=1)
 
 
-def latency_section(res: Results) -> str:
-    """A results section of the latency run for one tmux version (``--section latency``):
-    the goal rows, and the load it ran under."""
-    rows = build_rows(res)
-    loads = "; ".join(
-        f"{p} panes "
-        + ", ".join(
-            f"{a:.1f}/{b:.1f}"
-            for a, b in res.facts.get(f"load average (1 min) before, after@{p}", [])
-        )
-        for p in res.facts.get("sizes", [])
-    )
+def latency_notes(res: Results) -> list[str]:
+    """What the latency section (``--section latency``) says below its goal rows: the B3
+    samples behind them, and tmux alone on the hook path and a query-based path."""
     b3 = []
     for p in res.facts.get("sizes", []):
         for where, alt in (("attached", "cm"), ("other", "hook")):
@@ -1001,19 +1001,7 @@ def latency_section(res: Results) -> str:
                         f"{where} {p} ({key} subscriber(s)): n={len(mine)}, daemon "
                         f"{fmt_ms(median(mine))}, alternative {fmt_ms(median(other))}"
                     )
-    parts = [
-        f"## B3 and B7 on {res.facts.get('tmux')}",
-        "",
-        f"Load average (1 min) before/after each round: {loads}.",
-        "",
-        summary(rows),
-        "",
-        goal_table(rows),
-        "",
-    ]
-    if res.misses:
-        parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
-    parts += ["Samples: " + "; ".join(b3) + ".", ""]
+    parts = ["Samples: " + "; ".join(b3) + ".", ""]
     floors = []
     for p in res.facts.get("sizes", []):
         lc = res.get("B3 floor layout-change", p)
@@ -1041,4 +1029,4 @@ def latency_section(res: Results) -> str:
             "needs a query (tmux 3.3, the observer's session) cannot beat this.",
             "",
         ]
-    return "\n".join(parts)
+    return parts
