@@ -35,3 +35,18 @@ def test_python_m_tmuxlocd_runs_the_cli() -> None:
         check=False,
     )
     assert res.returncode == 0 and "notify" in res.stdout
+
+
+def test_tmuxlocd_token_loads_no_aiohttp(tmp_path: Path) -> None:
+    # It checks the runtime directory (daemon.rundir) and reads the token (daemon.token):
+    # neither is the daemon's lifecycle module, which loads aiohttp.
+    code = (
+        "import sys; from tmuxlocd.clients.cli import main; rc = main(['token', '--path']); "
+        "print(rc, 'aiohttp' in sys.modules)"
+    )
+    env = {"TMUXLOCD_SOCKET": str(tmp_path / "run" / "tmuxlocd.sock"), "PATH": "/usr/bin:/bin"}
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, check=True
+    )
+    lines = res.stdout.splitlines()
+    assert lines[-1] == "0 False" and lines[0].startswith(str(tmp_path / "run"))
