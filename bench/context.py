@@ -191,8 +191,22 @@ def main(argv: list[str] | None = None) -> int:
     text = render(results, facts)
     print(text)
     if not args.quick:
-        args.out.write_text(text)
+        try:
+            before = args.out.read_text()
+        except FileNotFoundError:
+            before = ""
+        args.out.write_text(with_end_to_end(text, before))
     return 0
+
+
+END_TO_END = "\n## End to end"
+
+
+def with_end_to_end(text: str, before: str) -> str:
+    """The new tables, then the end-to-end sections the file held (rendered from the e2e
+    suite by ``tests/e2e/report.py``, not measured here): a run of this bench keeps them."""
+    at = before.find(END_TO_END)
+    return text if at < 0 else text.rstrip("\n") + "\n" + before[at:]
 
 
 if __name__ == "__main__":

@@ -151,16 +151,21 @@ def test_run_reads_stdin_and_prints_the_harness_json(
 @pytest.mark.parametrize(
     ("args", "parsed"),
     [
-        (["claude"], ("claude", 0)),
-        (["codex", "--min-interval-ms", "250"], ("codex", 250)),
-        (["gemini", "--min-interval-ms=9"], ("gemini", 9)),
-        (["claude", "--min-interval-ms", "-3"], ("claude", 0)),
-        (["claude", "--min-interval-ms"], ("claude", 0)),
+        (["claude"], ("claude", 0, "")),
+        (["codex", "--min-interval-ms", "250"], ("codex", 250, "")),
+        (["gemini", "--min-interval-ms=9"], ("gemini", 9, "")),
+        (["claude", "--min-interval-ms", "-3"], ("claude", 0, "")),
+        (["claude", "--min-interval-ms"], ("claude", 0, "")),
+        (["copilot", "--event", "postToolUse"], ("copilot", 0, "postToolUse")),
+        (
+            ["antigravity", "--event=PreInvocation", "--min-interval-ms", "5"],
+            ("antigravity", 5, "PreInvocation"),
+        ),
         (["vim"], None),
         ([], None),
     ],
 )
-def test_arguments(args: list[str], parsed: tuple[str, int] | None) -> None:
+def test_arguments(args: list[str], parsed: tuple[str, int, str] | None) -> None:
     assert context.parse_args(args) == parsed
 
 

@@ -40,6 +40,7 @@ from tmuxlocd.core.harness import (
     state_name,
 )
 from tmuxlocd.core.procstat import ProcStat
+from tmuxlocd.core.queries import SHARED_ANCESTOR
 from tmuxlocd.host import paths
 
 REPO = str(Path(__file__).resolve().parents[2])
@@ -55,8 +56,17 @@ NAMES = {
     "claude": {START: "SessionStart", PROMPT: "UserPromptSubmit", TOOL: "PostToolUse"},
     "codex": {START: "SessionStart", PROMPT: "UserPromptSubmit", TOOL: "PostToolUse"},
     "gemini": {START: "SessionStart", PROMPT: "BeforeAgent", TOOL: "AfterTool"},
+    "copilot": {START: "sessionStart", PROMPT: "userPromptSubmitted", TOOL: "postToolUse"},
+    "qwen": {START: "SessionStart", PROMPT: "UserPromptSubmit", TOOL: "PostToolUse"},
+    "opencode": {START: "SessionStart", PROMPT: "UserPromptSubmit", TOOL: "PostToolUse"},
+    # Antigravity CLI has one event, a turn's first model call; the other kinds stand for
+    # what the pure functions do with them.
+    "antigravity": {START: "PreInvocation", PROMPT: "PreInvocation", TOOL: "PreInvocation"},
 }
 NAMES["gemini"][PRECOMPACT] = "PreCompress"
+# The harnesses whose history keeps what was told (Antigravity CLI's steps last one turn:
+# tests/unit/test_more_harnesses.py).
+PERSISTENT = tuple(h for h in harness.HARNESSES if h not in harness.EPHEMERAL)
 TRANSCRIPT = "/home/u/.gemini/tmp/p/chats/session-1.jsonl"
 
 
@@ -318,7 +328,7 @@ def test_tool_call_before_anything_was_told_asks_nothing() -> None:
     assert step_and_conclude(TOOL, None, None)[1].state is None
 
 
-@pytest.mark.parametrize("name", harness.HARNESSES)
+@pytest.mark.parametrize("name", PERSISTENT)
 def test_what_a_session_start_tells_counts_as_told(name: str) -> None:
     """The first prompt of a session carries nothing the session start already told."""
     ask, out = step_and_conclude(ev(START, name, "startup"), None, loc(A))
@@ -583,7 +593,7 @@ steps_strategy = st.lists(
 
 
 @settings(max_examples=400)
-@given(st.sampled_from(harness.HARNESSES), steps_strategy, st.sampled_from([0, 0, 700]))
+@given(st.sampled_from(PERSISTENT), steps_strategy, st.sampled_from([0, 0, 700]))
 def test_random_schedules(
     name: str, steps: list[tuple[tuple[str, str], Reading, int]], floor: int
 ) -> None:
@@ -618,15 +628,17 @@ def test_random_schedules(
 
 @settings(max_examples=300)
 @given(
-    st.sampled_from(harness.HARNESSES),
+    st.sampled_from(PERSISTENT),
     st.lists(st.sampled_from([(START, "resume"), (PROMPT, ""), (TOOL, ""), (PRECOMPACT, "")])),
 )
 def test_an_unchanged_location_is_told_once_a_session(
     name: str, events: list[tuple[str, str]]
 ) -> None:
     """A session that starts, then goes on and is resumed any number of times, and is never
-    cleared or compacted, is told an unchanged location exactly once; in Gemini CLI, once
-    more after each resume if that first telling was its session start's."""
+    cleared or compacted, is told an unchanged location exactly once; in a harness whose
+    resumed history drops a session start's text (Gemini CLI, Copilot CLI, Qwen Code,
+    opencode's plugin), once more after each resume if that first telling was its session
+    start's."""
     world = World(name)
     world.location, world.etag = A, '"a"'
     texts = [world.run(START, "startup", 0, 0)]
@@ -634,7 +646,7 @@ def test_an_unchanged_location_is_told_once_a_session(
     for kind, source in events:
         texts.append(world.run(kind, source, 0, 0))
         resumes += kind == START
-    expected = 1 + (resumes if name == "gemini" else 0)
+    expected = 1 + (resumes if harness.ORIGIN_START not in harness.REPLAYED[name] else 0)
     assert len([t for t in texts if t is not None]) == expected
     assert texts[0] == A
 
@@ -879,6 +891,77 @@ def test_transcript_writers_are_the_processes_writing_it(tmp_path: Path) -> None
         for p in (reader, writer, server):
             p.kill()
             p.wait()
+
+
+def test_ancestor_writers_are_only_the_ancestors_writing_it(tmp_path: Path) -> None:
+    from tmuxlocd.clients import context
+
+    transcript = tmp_path / "rollout.jsonl"
+    transcript.write_bytes(b"")
+    # A parent holding the transcript for writing, its child holding nothing (the hook's
+    # place), and a stranger writing it too.
+    code = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen(['sleep', '60'])\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with transcript.open("ab") as w:
+        parent = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            pass_fds=(w.fileno(),),
+        )
+        stranger = subprocess.Popen(sleep, stdout=w)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        found = context.ancestor_writers(str(transcript), child)
+        assert [h.pid for h in found] == [parent.pid]
+        assert {h.pid for h in context.transcript_writers(str(transcript))} == {
+            parent.pid,
+            stranger.pid,
+        }
+        assert context.ancestor_writers(str(transcript), stranger.pid) == []
+    finally:
+        for p in (parent, stranger):
+            p.kill()
+            p.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
+
+
+def test_an_ancestor_writing_the_transcript_settles_it_without_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below Codex's shared app-server, which writes every rollout itself: nothing, and no
+    scan of every process."""
+    from tmuxlocd.clients import context
+    from tmuxlocd.core import caller
+    from tmuxlocd.host import identity
+
+    log = tmp_path / "log"
+    event = harness.HookEvent("codex", "UserPromptSubmit", harness.PROMPT, "s1", "", "/t.jsonl")
+    scanned: list[str] = []
+
+    def everyone(path: str) -> list[harness.Holder]:
+        scanned.append(path)
+        return []
+
+    me = os.getpid()
+    monkeypatch.setattr(context, "transcript_writers", everyone)
+    monkeypatch.setattr(context, "ancestor_writers", lambda *a: [harness.Holder(40, 0, True)])
+    monkeypatch.setattr(identity, "read_stat", lambda pid: ProcStat(pid, 1, 0))
+    monkeypatch.setattr(caller, "nearest_tty_ancestor", lambda *a, **k: SHARED_ANCESTOR)
+    reading = context.read_by_transcript(event, {context.DEBUG_LOG: str(log)})
+    assert reading is harness.ABSENT and scanned == []
+    assert "the transcript's writers have no tty: pids [40]" in log.read_text()
+    assert f"pid={me}" in log.read_text()
+    # No ancestor writes it: every process is asked.
+    monkeypatch.setattr(context, "ancestor_writers", lambda *a: [])
+    assert context.read_by_transcript(event, {}) is harness.ABSENT
+    assert scanned == ["/t.jsonl"]
 
 
 def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tmuxlocd.core.caller import (
+    ancestors,
     environ_pane,
     nearest_tty_ancestor,
     pane_id_hint,
@@ -177,6 +178,16 @@ def test_ancestor_walk_stops_at_a_server_of_several_sessions() -> None:
     # a server run in a pane: that pane is its starter's, not its client's
     table = _table((50, 40, 0), (40, 30, 34999), (30, 1, 34817))
     assert nearest_tty_ancestor(50, table.get, shared={40}.__contains__) == SHARED_ANCESTOR
+
+
+def test_ancestors_are_the_walk_up_to_a_server_of_several_sessions() -> None:
+    # hook (50) < hookclock (45) < codex app-server (40) < the first TUI (30) < shell (20)
+    table = _table((50, 45, 0), (45, 40, 0), (40, 30, 0), (30, 20, 34817), (20, 1, 34817))
+    assert ancestors(50, table.get, shared={40}.__contains__) == [45, 40]
+    assert ancestors(50, table.get) == [45, 40, 30, 20]  # pid 1 left out
+    assert ancestors(50, _table((50, 40, 0)).get) == [40]  # then a vanished parent
+    assert ancestors(99, table.get) == []
+    assert ancestors(50, _table((50, 40, 0), (40, 50, 0)).get, limit=5) == [40, 50, 40, 50, 40]
 
 
 def test_ancestor_walk_survives_a_cycle() -> None:

@@ -14,6 +14,7 @@ import os
 import sys
 
 from tmuxlocd.clients.rawhttp import NoDaemon, RawResponse, raw_request
+from tmuxlocd.core.harness import HARNESSES
 from tmuxlocd.core.urls import notify_target, self_target
 from tmuxlocd.host.paths import client_socket_path as daemon_socket
 
@@ -305,17 +306,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "context",
-        help="a harness hook: the location when it changed (Claude Code, Codex, Gemini CLI)",
+        help="a harness hook: the location when it changed (Claude Code, Codex, Gemini CLI, "
+        "Copilot CLI, Qwen Code, opencode, Antigravity CLI)",
         description="Run by an agent harness as its command hook: reads the hook event JSON "
         "on stdin and prints, in that harness's format, this pane's location (the text form "
         "with turn and neighbours) when the session has not been told it yet.  Prints nothing "
         "otherwise and always exits 0.  Installed by `tmuxlocd install`.",
     )
-    p.add_argument("harness", choices=("claude", "codex", "gemini"))
+    p.add_argument("harness", choices=HARNESSES)
     p.add_argument(
         "--min-interval-ms",
         metavar="N",
         help="no injection sooner than N ms after the last one (default 0)",
+    )
+    p.add_argument(
+        "--event",
+        metavar="NAME",
+        help="the event this hook runs for, for a harness that writes none on stdin "
+        "(Copilot CLI, Antigravity CLI)",
     )
     p.set_defaults(run=cmd_context)
 
@@ -324,11 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="add the context hooks and the MCP server to a harness's configuration",
         description="Add `tmuxlocd context` hooks (session start, each prompt, after each "
         "shell command) and the MCP server to the user's (or with --project, this "
-        "directory's) configuration of Claude Code, Codex or Gemini CLI.  Idempotent; other "
+        "directory's) configuration of Claude Code, Codex, Gemini CLI, Copilot CLI, Qwen "
+        "Code, opencode (a plugin file) or Antigravity CLI.  Idempotent; other "
         "entries are kept; a file that does not parse is left untouched.  Ends with the "
         "verdict of `tmuxlocd doctor` on that harness (the exit status is install's).",
     )
-    p.add_argument("harness", choices=("claude", "codex", "gemini", "systemd"))
+    p.add_argument("harness", choices=(*HARNESSES, "systemd"))
     p.add_argument(
         "--project",
         action="store_true",
@@ -363,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         "never trusts or enables anything.  Exit status: 0 when no problem was found "
         "(warnings allowed), 1 otherwise.",
     )
-    p.add_argument("harness", nargs="?", choices=("claude", "codex", "gemini"))
+    p.add_argument("harness", nargs="?", choices=HARNESSES)
     p.add_argument(
         "--project",
         action="store_true",
@@ -801,6 +810,8 @@ def cmd_context(ns: argparse.Namespace) -> int:
     from tmuxlocd.clients.context import main as context
 
     extra = ["--min-interval-ms", ns.min_interval_ms] if ns.min_interval_ms else []
+    if ns.event:
+        extra += ["--event", ns.event]
     return context([ns.harness, *extra])
 
 

@@ -48,23 +48,28 @@ REQUEST_TIMEOUT = 2.0
 MAX_STATE = 64 * 1024
 
 
-def parse_args(args: Sequence[str]) -> tuple[str, int] | None:
-    """``<harness> [--min-interval-ms N]`` -> (harness, floor); a bad floor is 0 (ignored);
-    an unknown harness is None (nothing to do)."""
+def parse_args(args: Sequence[str]) -> tuple[str, int, str] | None:
+    """``<harness> [--min-interval-ms N] [--event NAME]`` -> (harness, floor, event); a bad
+    floor is 0 (ignored); an unknown harness is None (nothing to do).  ``--event``: the event
+    a harness that writes none on stdin runs this hook for (Copilot CLI, Antigravity CLI)."""
     if not args or args[0] not in harness.HARNESSES:
         return None
     floor = 0
+    event = ""
     rest = list(args[1:])
     i = 0
     while i < len(rest):
         name, eq, value = rest[i].partition("=")
-        if name == "--min-interval-ms":
+        if name in ("--min-interval-ms", "--event"):
             if not eq and i + 1 < len(rest):
                 i += 1
                 value = rest[i]
-            floor = harness.parse_min_interval(value) or 0
+            if name == "--event":
+                event = value
+            else:
+                floor = harness.parse_min_interval(value) or 0
         i += 1
-    return args[0], floor
+    return args[0], floor, event
 
 
 def main(args: Sequence[str]) -> int:
@@ -80,12 +85,12 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
     parsed = parse_args(args)
     if parsed is None:
         return
-    name, floor = parsed
+    name, floor, event_name = parsed
     try:
         data = sys.stdin.buffer.read(harness.MAX_STDIN + 1)
     except (OSError, ValueError, AttributeError):
         return
-    event = harness.parse_event(name, data)
+    event = harness.parse_event(name, data, event_name)
     if event is None:
         return
     store = Store(context_state_dir(env))
@@ -250,19 +255,36 @@ def _with_site() -> None:
 def transcript_writers(path: str) -> list[harness.Holder]:
     """This user's processes that have ``path`` open for writing (``/proc/<pid>/fd`` and
     ``fdinfo``), with their ttys; the hook itself is not one."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return _writers(path, [int(n) for n in names if n.isdigit()])
+
+
+def ancestor_writers(path: str, pid: int) -> list[harness.Holder]:
+    """``transcript_writers`` among the ancestors of ``pid`` (``caller.ancestors``): a few
+    processes' descriptors instead of every process's."""
+    from tmuxlocd.core.caller import ancestors
+    from tmuxlocd.host import identity
+
+    up = ancestors(pid, identity.read_stat, shared=identity.shared_server)
+    return _writers(path, up)
+
+
+def _writers(path: str, pids: Sequence[int]) -> list[harness.Holder]:
     from tmuxlocd.host import identity
 
     try:
         target = os.path.realpath(path)
-        names = os.listdir("/proc")
     except OSError:
         return []
     uid, me = os.getuid(), os.getpid()
     out: list[harness.Holder] = []
-    for name in names:
-        if not name.isdigit() or int(name) == me:
+    for pid in pids:
+        if pid == me:
             continue
-        base = f"/proc/{name}"
+        base = f"/proc/{pid}"
         try:
             if os.stat(base).st_uid != uid:
                 continue
@@ -278,7 +300,7 @@ def transcript_writers(path: str) -> list[harness.Holder]:
             except OSError:
                 continue
             if harness.opened_for_writing(info):
-                stat = identity.read_stat(int(name))
+                stat = identity.read_stat(pid)
                 if stat is not None:
                     shared = identity.shared_server(stat.pid)
                     out.append(harness.Holder(stat.pid, stat.tty_nr, shared))
@@ -304,7 +326,13 @@ def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harn
     if (own is not None and own.tty_nr) or up > 0:
         debug(env, event, "the hook's tty or nearest ancestor's is no pane's")
         return harness.ABSENT
-    tty_nr, why = harness.writer_tty(transcript_writers(event.transcript))
+    # An ancestor of the hook (with no tty, or a server of several sessions, or the walk
+    # would not have led here) that writes the transcript settles it: a writer like that
+    # places nobody, beside any other (``harness.writer_tty``).  Codex's shared app-server
+    # writes every session's rollout itself, and this spares each of its hooks a scan of
+    # every process's descriptors.
+    holders = ancestor_writers(event.transcript, me) or transcript_writers(event.transcript)
+    tty_nr, why = harness.writer_tty(holders)
     if not tty_nr:
         debug(env, event, "no pane from the hook's tty or ancestors; " + why)
         return harness.ABSENT

@@ -48,9 +48,11 @@ from tmuxlocd.clients.install import (
     MCP_NAME,
     InstallError,
     config_paths,
+    entry_command,
     is_our_mcp,
     is_ours,
     load_json,
+    plugin_argv,
 )
 from tmuxlocd.core.harness import HARNESSES
 
@@ -58,7 +60,15 @@ OK = "ok"
 WARNING = "warning"
 PROBLEM = "problem"
 
-NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex",
+    "gemini": "Gemini CLI",
+    "copilot": "Copilot CLI",
+    "qwen": "Qwen Code",
+    "opencode": "opencode",
+    "antigravity": "Antigravity CLI",
+}
 GEMINI_HOOK_NAME = "tmuxlocd"  # install's "name" of each Gemini hook
 GEMINI_SYSTEM_SETTINGS = "/etc/gemini-cli/settings.json"
 
@@ -139,6 +149,12 @@ def harness_dir(harness: str, home: Path, env: Mapping[str, str]) -> Path:
     """The user's configuration directory of ``harness``: there, the harness is in use."""
     if harness == "codex":
         return Path(env.get("CODEX_HOME") or home / ".codex")
+    if harness == "copilot":
+        return Path(env.get("COPILOT_HOME") or home / ".copilot")
+    if harness == "opencode":
+        return Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "opencode"
+    if harness == "antigravity":
+        return home / ".gemini" / "config"
     return home / f".{harness}"
 
 
@@ -156,7 +172,7 @@ class OurHook:
 
     @property
     def command(self) -> str:
-        return str(self.entry.get("command", ""))
+        return str(entry_command(self.entry) or "")
 
 
 def our_hooks(data: Mapping[str, Any]) -> list[OurHook]:
@@ -169,12 +185,16 @@ def our_hooks(data: Mapping[str, Any]) -> list[OurHook]:
         if not isinstance(groups, list):
             continue
         for g, group in enumerate(groups):
+            if isinstance(group, dict) and "hooks" not in group:
+                if is_ours(entry_command(group)):  # a flat entry (Copilot CLI)
+                    found.append(OurHook(str(event), g, 0, None, group))
+                continue
             entries = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(entries, list):
                 continue
             matcher = group.get("matcher")
             for i, entry in enumerate(entries):
-                if isinstance(entry, dict) and is_ours(entry.get("command")):
+                if isinstance(entry, dict) and is_ours(entry_command(entry)):
                     found.append(
                         OurHook(
                             str(event), g, i, matcher if isinstance(matcher, str) else None, entry
@@ -249,6 +269,10 @@ def named_paths(
     """Every (path, kind) that the installed hook and MCP commands need (``launch_paths``):
     what the shell has to look at before ``diagnose``."""
     needs: list[tuple[str, str]] = []
+    if harness == "opencode":
+        text = texts.get(where["hooks"])
+        argv = plugin_argv(text) if text else None
+        return (launch_paths(shlex.join(argv)) or []) if argv else []
     hooks, _ = _json(texts.get(where["hooks"]), where["hooks"])
     for hook in our_hooks(hooks or {}):
         needs += launch_paths(hook.command) or []
@@ -420,6 +444,8 @@ def diagnose(
     ``python_hint``: this installation's command and interpreter, for the fixes."""
     found: list[Finding] = []
     hooks_path = where["hooks"]
+    if harness == "opencode":
+        return _opencode(where, texts, paths, explicit, project, python_hint)
     data, error = _json(texts.get(hooks_path), hooks_path)
     if data is None:
         if harness == "gemini" and not (texts.get(hooks_path) or "").startswith(UNREADABLE):
@@ -490,6 +516,52 @@ def diagnose(
             found.append(_codex_project(config, cwd, state_path))
     found += _mcp(
         harness, project, where, texts, mcp_entry, paths, mcp_available, exe_hint, python_hint
+    )
+    return found
+
+
+def _opencode(
+    where: Mapping[str, Path],
+    texts: Mapping[Path, str | None],
+    paths: PathFacts,
+    explicit: bool,
+    project: bool,
+    python_hint: str,
+) -> list[Finding]:
+    """opencode: the plugin file is ours, and the command it runs exists."""
+    path = where["hooks"]
+    text = texts.get(path)
+    install = "tmuxlocd install opencode" + (" --project" if project else "")
+    if text is None or text.startswith(UNREADABLE):
+        why = "no such file" if text is None else f"cannot be read ({text[1:]})"
+        return [
+            Finding(
+                "opencode",
+                "hooks",
+                PROBLEM if explicit else WARNING,
+                f"tmuxlocd is not installed for opencode ({path}: {why})",
+                install,
+            )
+        ]
+    argv = plugin_argv(text)
+    if argv is None:
+        return [
+            Finding(
+                "opencode",
+                "hooks",
+                PROBLEM,
+                f"{path}: not tmuxlocd's plugin (or one this version cannot read)",
+                f"move it aside, then {install}",
+            )
+        ]
+    found = [Finding("opencode", "hooks", OK, f"{path}: the plugin (system prompt, per request)")]
+    found += _commands(
+        "opencode",
+        "hook-command",
+        [shlex.join(argv)],
+        paths,
+        f"{shlex.quote(python_hint)} -m {install}",
+        "the plugin runs no tmuxlocd hook",
     )
     return found
 
@@ -604,14 +676,14 @@ def _enabled(
     texts: Mapping[Path, str | None],
     hooks_path: Path,
 ) -> list[Finding]:
-    if harness == "claude":
+    if harness in ("claude", "qwen"):
         if data.get("disableAllHooks") is True:
             return [
                 Finding(
                     harness,
                     "hooks-enabled",
                     PROBLEM,
-                    f"{hooks_path}: disableAllHooks is true: Claude Code runs no hook",
+                    f"{hooks_path}: disableAllHooks is true: {NAMES[harness]} runs no hook",
                     f'set "disableAllHooks": false in {hooks_path} (or remove it)',
                 )
             ]
@@ -747,7 +819,8 @@ def _mcp(
     python_hint: str,
 ) -> list[Finding]:
     path = where.get("mcp") or where.get("claude_json")
-    assert path is not None
+    if path is None:  # opencode, Antigravity CLI, a repository's Copilot hooks: not written
+        return []
     add = " ".join(shlex.quote(a) for a in [*exe_hint, "mcp"])
     if harness == "claude" and not project:
         fix = f"claude mcp add --scope user {MCP_NAME} -- {add}"
@@ -874,9 +947,9 @@ def no_harness_finding() -> Finding:
         None,
         "harnesses",
         PROBLEM,
-        "tmuxlocd is installed for no harness (found none of ~/.claude, ~/.codex, ~/.gemini "
-        "with its hooks)",
-        "tmuxlocd install claude|codex|gemini",
+        "tmuxlocd is installed for no harness (found none of ~/.claude, ~/.codex, ~/.gemini, "
+        "~/.copilot, ~/.qwen, ~/.config/opencode, ~/.gemini/config with its hooks)",
+        "tmuxlocd install " + "|".join(HARNESSES),
     )
 
 

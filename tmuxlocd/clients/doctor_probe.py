@@ -120,7 +120,7 @@ def collect(
 ) -> list[Finding]:
     """Every finding: of ``harness`` (None: of every harness whose configuration exists),
     then (``daemon``) of the daemon and the caller."""
-    from tmuxlocd.clients.install import this_tmuxlocd
+    from tmuxlocd.clients.install import config_paths, this_tmuxlocd
 
     env = os.environ if env is None else env
     home = home or Path.home()
@@ -129,7 +129,13 @@ def collect(
     if harness is not None:
         chosen = [harness]
     elif project:
-        chosen = [h for h in HARNESSES if (cwd / f".{h}").is_dir()]
+        # The directory a project's hooks file is in (.claude, .codex, .gemini, .github/hooks,
+        # .qwen, .opencode/plugins, .agents).
+        chosen = [
+            h
+            for h in HARNESSES
+            if config_paths(h, True, home, cwd, dict(env))["hooks"].parent.is_dir()
+        ]
     else:
         chosen = [h for h in HARNESSES if doctor.harness_dir(h, home, env).is_dir()]
     findings: list[Finding] = []

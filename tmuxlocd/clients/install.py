@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmuxlocd.core.harness import HARNESSES, SHELL_TOOL
+from tmuxlocd.core.harness import EVENT_IN_ARGV, HARNESSES, SHELL_TOOL
 
 MCP_NAME = "tmux"
 # Codex starts MCP servers with a cleared environment: these let the shim find its pane's
@@ -64,13 +64,31 @@ HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
         ("AfterTool", SHELL_TOOL["gemini"]),
         ("PreCompress", None),
     ],
+    # No sessionStart: Copilot CLI 1.0.102 runs it concurrently with the first prompt's hook
+    # (it waits for both only before the model request), so both would tell the location.
+    # The first prompt tells it; every prompt's text is kept in a resumed history.
+    "copilot": [("userPromptSubmitted", None), ("postToolUse", None)],
+    "qwen": [
+        ("SessionStart", None),
+        ("UserPromptSubmit", None),
+        ("PostToolUse", SHELL_TOOL["qwen"]),
+    ],
+    "opencode": [],  # a plugin, not hooks (OPENCODE_PLUGIN)
+    # Antigravity CLI matches every tool with "" (and needs a matcher in each group).
+    "antigravity": [("PreInvocation", "")],
 }
+
+# The harnesses whose hooks file is a flat list per event, each entry with the command under
+# "bash" (Copilot CLI: {"version": 1, "hooks": {"<event>": [{"type": "command", "bash": ...,
+# "timeoutSec": ...}]}}).
+FLAT_HOOKS = frozenset(("copilot",))
+COPILOT_HOOKS_VERSION = 1
 
 # The hook's file is ``tmuxlocd/clients/context.py``; installs before the package had layers
 # wrote ``tmuxlocd/context.py`` (still shipped, it runs the same hook): both are ours.
 _OURS = re.compile(
     r"(?:(?:^|[\s/'\"])tmuxlocd['\"]?\s+context|/tmuxlocd/(?:clients/)?context\.py['\"]?)"
-    r"\s+(?:claude|codex|gemini)\b"
+    r"\s+(?:claude|codex|gemini|copilot|qwen|opencode|antigravity)\b"
 )
 
 
@@ -86,12 +104,17 @@ def is_ours(command: object) -> bool:
     return isinstance(command, str) and _OURS.search(command) is not None
 
 
-def hook_command(launcher: Sequence[str], harness: str, min_interval_ms: int = 0) -> str:
+def hook_command(
+    launcher: Sequence[str], harness: str, min_interval_ms: int = 0, event: str = ""
+) -> str:
     """The hook's shell command: ``launcher`` (``[<python>, -S, <package>/clients/context.py]`` or
-    ``[<tmuxlocd>, context]``), the harness and the floor."""
+    ``[<tmuxlocd>, context]``), the harness, the floor, and for a harness that writes no event
+    name on stdin, the event."""
     argv = [*launcher, harness]
     if min_interval_ms:
         argv += ["--min-interval-ms", str(min_interval_ms)]
+    if event:
+        argv += ["--event", event]
     return " ".join(shlex.quote(a) for a in argv)
 
 
@@ -103,7 +126,20 @@ def hook_entry(harness: str, command: str) -> dict[str, Any]:
             "command": command,
             "timeout": HOOK_TIMEOUT_S * 1000,
         }
+    if harness == "qwen":
+        # Seconds in Qwen Code 0.24, milliseconds before; from 1000 up it reads
+        # milliseconds in both, so this is 10 s in every version.
+        return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * 1000}
+    if harness == "copilot":
+        return {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_S}
     return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}  # seconds
+
+
+def entry_command(entry: object) -> object:
+    """The command of a hook entry: ``command``, or Copilot CLI's ``bash``."""
+    if not isinstance(entry, dict):
+        return None
+    return entry.get("command", entry.get("bash"))
 
 
 def _object(value: object, where: str) -> dict[str, Any]:
@@ -126,6 +162,8 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
             continue
         kept = []
         for group in groups:
+            if isinstance(group, dict) and "hooks" not in group and is_ours(entry_command(group)):
+                continue  # a flat entry (Copilot CLI) of ours
             entries = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(entries, list):
                 kept.append(group)
@@ -144,16 +182,26 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def add_hooks(data: dict[str, Any], harness: str, command: str) -> dict[str, Any]:
-    """``data`` with this harness's hooks running ``command`` (any older ones replaced)."""
+def add_hooks(
+    data: dict[str, Any], harness: str, command: str, launcher: Sequence[str] = ()
+) -> dict[str, Any]:
+    """``data`` with this harness's hooks running ``command`` (any older ones replaced).  For
+    a harness that needs the event in the command (``EVENT_IN_ARGV``), ``command`` is the
+    hook without it and each event's command adds ``--event <event>``."""
     out = remove_hooks(data)
+    if harness in FLAT_HOOKS and "version" not in out:
+        out = {"version": COPILOT_HOOKS_VERSION, **out}
     hooks = _object(out.setdefault("hooks", {}), '"hooks"')
     for event, matcher in HOOK_EVENTS[harness]:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise InstallError(f'"hooks.{event}" is not a list')
-        group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-        group["hooks"] = [hook_entry(harness, command)]
+        this = f"{command} --event {shlex.quote(event)}" if harness in EVENT_IN_ARGV else command
+        if harness in FLAT_HOOKS:
+            groups.append(hook_entry(harness, this))
+            continue
+        group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
+        group["hooks"] = [hook_entry(harness, this)]
         groups.append(group)
     return out
 
@@ -174,15 +222,20 @@ def is_our_mcp(entry: object) -> bool:
     )
 
 
-def add_mcp(data: dict[str, Any], exe: Sequence[str]) -> tuple[dict[str, Any], str | None]:
+def add_mcp(
+    data: dict[str, Any], exe: Sequence[str], harness: str = ""
+) -> tuple[dict[str, Any], str | None]:
     """``data`` with ``mcpServers.tmux``; a note when a server of that name is someone
-    else's (left alone)."""
+    else's (left alone).  Copilot CLI's entries also name their type and tools."""
     out = copy.deepcopy(data)
     servers = _object(out.setdefault("mcpServers", {}), '"mcpServers"')
     current = servers.get(MCP_NAME)
     if current is not None and not is_our_mcp(current):
         return copy.deepcopy(data), f'an MCP server named "{MCP_NAME}" exists: left alone'
-    servers[MCP_NAME] = mcp_entry(exe)
+    entry = mcp_entry(exe)
+    if harness == "copilot":
+        entry = {"type": "local", **entry, "tools": ["*"]}
+    servers[MCP_NAME] = entry
     return out, None
 
 
@@ -348,6 +401,15 @@ def sandbox_notes(
                 "sandbox and reach the daemon either way."
             ),
         ]
+    if harness != "gemini":
+        if not allow:
+            return []
+        return [
+            (
+                f"nothing written for {harness}'s sandbox: tmuxlocd knows no setting there that "
+                "allows one Unix socket"
+            )
+        ]
     if not allow:
         if not sandboxed:
             return []
@@ -480,6 +542,50 @@ def exe_of(entry: Any) -> list[str]:
     return [str(entry.get("command")), *[str(a) for a in entry.get("args", [])][:-1]]
 
 
+def _drop_empty_version(harness: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Copilot CLI's hooks file without hooks is no file (what install created)."""
+    if harness in FLAT_HOOKS and set(data) == {"version"}:
+        return {}
+    return data
+
+
+# ----------------------------------------------------------------------------------------------
+# opencode: a plugin file (docs/harnesses.md).
+
+OPENCODE_PLUGIN_NAME = "tmuxlocd.js"
+OPENCODE_MARK = "// tmuxlocd opencode plugin"
+_ARGV_LINE = "const ARGV = "
+
+
+def plugin_text(launcher: Sequence[str]) -> str:
+    """The plugin, running ``launcher`` + ``opencode`` as its hook command."""
+    argv = json.dumps([*launcher, "opencode"], ensure_ascii=False)
+    return packaged_file("opencode-plugin.js").replace("const ARGV = [];", f"{_ARGV_LINE}{argv};")
+
+
+def plugin_argv(text: str) -> list[str] | None:
+    """The hook command a plugin of ours runs; None for a file that is not ours."""
+    if not text.startswith(OPENCODE_MARK):
+        return None
+    for line in text.splitlines():
+        if line.startswith(_ARGV_LINE):
+            try:
+                value = json.loads(line[len(_ARGV_LINE) :].rstrip(";"))
+            except ValueError:
+                return None
+            if isinstance(value, list) and all(isinstance(w, str) for w in value):
+                return value
+    return None
+
+
+def plan_plugin(text: str, path: str, launcher: Sequence[str], *, remove: bool) -> str:
+    """The plugin file after install (ours, written whole) or remove (gone); a file of the
+    same name that is not ours is left alone."""
+    if text and not text.startswith(OPENCODE_MARK):
+        raise InstallError(f"{path}: not tmuxlocd's plugin; left untouched")
+    return "" if remove else plugin_text(launcher)
+
+
 # ----------------------------------------------------------------------------------------------
 # Where each harness keeps its configuration.
 
@@ -501,7 +607,25 @@ class FilePlan:
 def config_paths(
     harness: str, project: bool, home: Path, cwd: Path, env: dict[str, str]
 ) -> dict[str, Path]:
-    """The files to edit: ``hooks`` and ``mcp`` (the same file for Gemini CLI)."""
+    """The files to edit: ``hooks`` and ``mcp`` (the same file for Gemini CLI and Qwen Code;
+    none for Antigravity CLI and opencode, whose ``hooks`` is the plugin)."""
+    if harness == "copilot":
+        if project:  # a repository's hooks; its MCP servers are the user's to add
+            return {"hooks": cwd / ".github" / "hooks" / "tmuxlocd.json"}
+        base = Path(env.get("COPILOT_HOME") or home / ".copilot")
+        return {"hooks": base / "hooks" / "tmuxlocd.json", "mcp": base / "mcp-config.json"}
+    if harness == "qwen":
+        base = cwd / ".qwen" if project else home / ".qwen"
+        return {"hooks": base / "settings.json", "mcp": base / "settings.json"}
+    if harness == "opencode":
+        if project:
+            return {"hooks": cwd / ".opencode" / "plugins" / OPENCODE_PLUGIN_NAME}
+        config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+        return {"hooks": config / "opencode" / "plugins" / OPENCODE_PLUGIN_NAME}
+    if harness == "antigravity":
+        if project:
+            return {"hooks": cwd / ".agents" / "hooks.json"}
+        return {"hooks": home / ".gemini" / "config" / "hooks.json"}
     if harness == "claude":
         if project:
             return {"hooks": cwd / ".claude" / "settings.json", "mcp": cwd / ".mcp.json"}
@@ -588,13 +712,15 @@ def plan_files(
         after[path] = edit_json(after[path], str(path), edit)
 
     hooks_path = paths["hooks"]
-    if remove:
-        json_step(hooks_path, remove_hooks)
+    if harness == "opencode":
+        after[hooks_path] = plan_plugin(texts[hooks_path], str(hooks_path), hook, remove=remove)
+    elif remove:
+        json_step(hooks_path, lambda d: _drop_empty_version(harness, remove_hooks(d)))
     else:
         json_step(hooks_path, lambda d: add_hooks(d, harness, command))
     box = sandbox_file or hooks_path
     notes.setdefault(box, [])
-    if socket is not None:
+    if socket is not None and harness != "opencode":  # a plugin: no sandbox setting there
         try:
             after[box], said = sandbox_step(
                 harness,
@@ -626,7 +752,7 @@ def plan_files(
         else:
 
             def with_mcp(d: dict[str, Any]) -> dict[str, Any]:
-                new, note = add_mcp(d, exe)
+                new, note = add_mcp(d, exe, harness)
                 if note:
                     notes[mcp_path].append(note)
                 return new
@@ -676,10 +802,33 @@ def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) ->
         if project:
             steps.append("Codex reads .codex/ only in a trusted project.")
         steps.append(CODEX_SHARED_SERVER)
-    else:
+    elif harness == "gemini":
         steps.append(
             "Start a new Gemini CLI session; /hooks lists the hooks (hooksConfig."
             "enabled must not be false)."
+        )
+    elif harness == "copilot":
+        steps.append(
+            "Start a new Copilot CLI session (`copilot`); the hooks run in every session "
+            "(a repository's .github/hooks only in a trusted folder).  The location arrives "
+            "with the first prompt."
+        )
+    elif harness == "qwen":
+        steps.append(
+            "Start a new Qwen Code session; /hooks lists the hooks (disableAllHooks must not "
+            "be true)."
+        )
+    elif harness == "opencode":
+        steps.append(
+            "Start opencode again: it loads plugins at start-up.  The MCP server is not "
+            'written for opencode; add it under "mcp" in opencode.json if you want it: '
+            f'"{MCP_NAME}": {{"type": "local", "command": {json.dumps([*exe, "mcp"])}}}'
+        )
+    else:
+        steps.append(
+            "Start a new Antigravity CLI session (agy).  These hooks follow Antigravity's "
+            "documented contract and were not run here; `tmuxlocd doctor antigravity` checks "
+            "the file only.  No MCP server is written for it."
         )
     try:
         import importlib.util

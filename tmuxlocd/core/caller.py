@@ -99,6 +99,26 @@ def nearest_tty_ancestor(
     return 0
 
 
+def ancestors(
+    pid: int,
+    stat_of: Callable[[int], ProcStat | None],
+    *,
+    limit: int = MAX_ANCESTORS,
+    shared: Callable[[int], bool] | None = None,
+) -> list[int]:
+    """The proper ancestors of ``pid``, nearest first, as ``nearest_tty_ancestor`` walks
+    them: up to pid 1 (left out), a vanished process, ``limit`` steps, or the first for which
+    ``shared`` holds (included: the walk ends there)."""
+    out: list[int] = []
+    current = stat_of(pid)
+    while current is not None and current.ppid > 1 and len(out) < limit:
+        out.append(current.ppid)
+        if shared is not None and shared(current.ppid):
+            break
+        current = stat_of(current.ppid)
+    return out
+
+
 def pts_path(tty_nr: int) -> str | None:
     """The ``/dev/pts/N`` path a Unix98 pty ``tty_nr`` would have (majors 136-143), else None.
 

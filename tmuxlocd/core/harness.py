@@ -39,7 +39,7 @@ from __future__ import annotations
 import zlib
 from _json import encode_basestring, scanstring
 
-HARNESSES = ("claude", "codex", "gemini")
+HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "antigravity")
 
 START = "start"
 PROMPT = "prompt"
@@ -57,10 +57,33 @@ EVENTS: dict[str, dict[str, str]] = {
         "AfterTool": TOOL,
         "PreCompress": PRECOMPACT,
     },
+    # GitHub Copilot CLI (1.0.102): camelCase events, and no event name on stdin: the hook's
+    # command line names it (``--event``).  ``install`` leaves ``sessionStart`` out (it runs
+    # concurrently with the first prompt's hook); it is still understood.
+    "copilot": {"sessionStart": START, "userPromptSubmitted": PROMPT, "postToolUse": TOOL},
+    # Qwen Code (0.24.4): Claude Code's events and fields.
+    "qwen": {"SessionStart": START, "UserPromptSubmit": PROMPT, "PostToolUse": TOOL},
+    # opencode has no command hooks: the plugin ``tmuxlocd install opencode`` writes sends
+    # Claude-shaped events (docs/harnesses.md).
+    "opencode": {"SessionStart": START, "UserPromptSubmit": PROMPT, "PostToolUse": TOOL},
+    # Antigravity CLI: ``PreInvocation`` before every model call; only a turn's first
+    # (``invocationNum`` 0) is a prompt.  Its name comes from the command line too.
+    "antigravity": {"PreInvocation": PROMPT},
 }
 
+# The harnesses whose hooks get no event name on stdin: ``--event <name>`` in the command.
+EVENT_IN_ARGV = frozenset(("copilot", "antigravity"))
+
 # The name of each harness's shell tool (the matcher of its after-tool hook).
-SHELL_TOOL = {"claude": "Bash", "codex": "Bash", "gemini": "run_shell_command"}
+SHELL_TOOL = {
+    "claude": "Bash",
+    "codex": "Bash",
+    "gemini": "run_shell_command",
+    "copilot": "bash",
+    "qwen": "run_shell_command",
+    "opencode": "bash",
+    "antigravity": "run_command",
+}
 
 # How the block a session was last told reached it: with the session's start, or with a
 # prompt or a tool call ("turn").  A resumed session's history replays the injections of the
@@ -74,7 +97,25 @@ REPLAYED: dict[str, frozenset[str]] = {
     "claude": frozenset((ORIGIN_START, ORIGIN_TURN)),
     "codex": frozenset((ORIGIN_START, ORIGIN_TURN)),
     "gemini": frozenset((ORIGIN_TURN,)),
+    # Copilot CLI 1.0.102 (run): a resumed session's history keeps each prompt's and tool
+    # call's text and replaces the first ``sessionStart``'s with the new one's.
+    "copilot": frozenset((ORIGIN_TURN,)),
+    # Qwen Code 0.24.4 (run): a session start's text is part of the system prompt, which is
+    # built anew; a prompt's is in its user turn.
+    "qwen": frozenset((ORIGIN_TURN,)),
+    # opencode: the plugin puts the text in each request's system prompt and keeps it in
+    # memory; a new opencode process starts each session with a ``SessionStart``.
+    "opencode": frozenset(),
+    "antigravity": frozenset((ORIGIN_TURN,)),
 }
+
+# The harnesses whose injected text lasts one turn: Antigravity CLI's ``ephemeralMessage``
+# step is in the model's context for that turn and not kept in the conversation (its hooks
+# documentation), so every turn's first model call is told the location.
+EPHEMERAL = frozenset(("antigravity",))
+
+# Copilot CLI's ``sessionStart`` sources (``new``, ``resume``) as the ones above.
+COPILOT_SOURCES = {"new": "startup", "resume": "resume"}
 
 # What Gemini CLI appends to a session's transcript when it rebuilds the chat's history, on
 # compression and on resume (``ChatRecordingService.initialize`` with resumed data): the
@@ -127,9 +168,11 @@ class HookEvent:
         )
 
 
-def parse_event(harness: str, data: bytes) -> HookEvent | None:
+def parse_event(harness: str, data: bytes, event_name: str = "") -> HookEvent | None:
     """The event JSON a harness writes on the hook's stdin -> a HookEvent; None for anything
-    this command does not act on (bad JSON, no session, an event it does not know)."""
+    this command does not act on (bad JSON, no session, an event it does not know).
+    ``event_name``: the event, for the harnesses that do not write it on stdin
+    (``EVENT_IN_ARGV``)."""
     events = EVENTS.get(harness)
     if events is None or not data or len(data) > MAX_STDIN:
         return None
@@ -139,6 +182,10 @@ def parse_event(harness: str, data: bytes) -> HookEvent | None:
         return None
     if not isinstance(value, dict):
         return None
+    if harness == "copilot":
+        return _copilot_event(value, event_name)
+    if harness == "antigravity":
+        return _antigravity_event(value, event_name)
     name = value.get("hook_event_name")
     session = value.get("session_id")
     if not isinstance(name, str) or not isinstance(session, str):
@@ -155,6 +202,34 @@ def parse_event(harness: str, data: bytes) -> HookEvent | None:
         _path(value.get("transcript_path")),
         _word(value.get("trigger")),
     )
+
+
+def _copilot_event(value: dict[str, object], name: str) -> HookEvent | None:
+    """Copilot CLI: ``sessionId``, ``source`` (``new``, ``resume``), ``toolName``; its hooks
+    have no matcher, so a ``postToolUse`` of any tool but the shell is dropped here."""
+    kind = EVENTS["copilot"].get(name)
+    session = value.get("sessionId")
+    if kind is None or not isinstance(session, str) or not session:
+        return None
+    if len(session) > MAX_SESSION_ID:
+        return None
+    if kind == TOOL and value.get("toolName") != SHELL_TOOL["copilot"]:
+        return None
+    source = _word(value.get("source"))
+    return HookEvent("copilot", name, kind, session, COPILOT_SOURCES.get(source, source))
+
+
+def _antigravity_event(value: dict[str, object], name: str) -> HookEvent | None:
+    """Antigravity CLI: ``conversationId``; a ``PreInvocation`` counts only as the first
+    model call of a turn (``invocationNum`` 0), the others are that turn's tool rounds."""
+    kind = EVENTS["antigravity"].get(name)
+    session = value.get("conversationId")
+    number = value.get("invocationNum")
+    if kind is None or not isinstance(session, str) or not session:
+        return None
+    if len(session) > MAX_SESSION_ID or type(number) is not int or number != 0:
+        return None
+    return HookEvent("antigravity", name, kind, session)
 
 
 def _word(value: object) -> str:
@@ -480,7 +555,7 @@ def holds(event: HookEvent, prior: State | None, rebuilt: bool) -> str:
     """What the model's history holds of the location when this event runs, as far as the
     session's state knows: what it was last told, unless the history was rebuilt since, or
     this session start begins a history without it."""
-    if prior is None or rebuilt:
+    if prior is None or rebuilt or event.harness in EPHEMERAL:
         return ""
     if event.kind != START:
         return prior.block
@@ -631,14 +706,21 @@ def writer_tty(holders: list[Holder]) -> tuple[int, str]:
 
 
 def render(harness: str, event_name: str, text: str) -> bytes:
-    """The hook's stdout.  Claude Code, Codex and Gemini CLI all read
-    ``{"hookSpecificOutput": {"hookEventName": <event>, "additionalContext": <text>}}`` for
-    these events (Codex's schemas allow no other keys in that object)."""
-    del harness  # one shape for all three today; kept in the signature for the next one
-    out = (
-        f'{{"hookSpecificOutput": {{"hookEventName": {encode_basestring(event_name)}, '
-        f'"additionalContext": {encode_basestring(text)}}}}}\n'
-    )
+    """The hook's stdout.  Claude Code, Codex, Gemini CLI and Qwen Code (and the opencode
+    plugin) read ``{"hookSpecificOutput": {"hookEventName": <event>, "additionalContext":
+    <text>}}`` for these events (Codex's schemas allow no other keys in that object); Copilot
+    CLI reads a top-level ``additionalContext``; Antigravity CLI, ``injectSteps`` with one
+    ``ephemeralMessage`` step."""
+    quoted = encode_basestring(text)
+    if harness == "copilot":
+        out = f'{{"additionalContext": {quoted}}}\n'
+    elif harness == "antigravity":
+        out = f'{{"injectSteps": [{{"ephemeralMessage": {quoted}}}]}}\n'
+    else:
+        out = (
+            f'{{"hookSpecificOutput": {{"hookEventName": {encode_basestring(event_name)}, '
+            f'"additionalContext": {quoted}}}}}\n'
+        )
     return out.encode("utf-8", "surrogateescape")
 
 

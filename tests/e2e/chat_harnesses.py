@@ -1,0 +1,254 @@
+"""Copilot CLI, Qwen Code and opencode (pinned) against the chat-completions stub
+(``stub_chat``): how to set each up in a throwaway HOME and run it non-interactively, and
+the scenarios ``test_copilot.py``, ``test_qwen.py`` and ``test_opencode.py`` run.
+
+Each is configured as a user would: ``tmuxlocd install <harness>`` writes its hooks (or, for
+opencode, its plugin); the provider settings point the harness at the stub.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e import npmcache
+from tests.e2e.panes import HarnessRig, Run
+from tests.e2e.stub_base import (
+    Block,
+    Recorded,
+    Text,
+    ToolCall,
+    Turn,
+    location_blocks,
+    new_blocks,
+)
+from tests.e2e.stub_chat import MODEL, ChatStub, system_text, tool_names, tool_results
+
+
+class ChatHarness:
+    name: str
+    package: str
+    version: str
+    told_at_start = True  # the first request's block is a session start's (no turn label)
+
+    def __init__(self, hrig: HarnessRig, stub: ChatStub) -> None:
+        self.hrig = hrig
+        self.stub = stub
+        self.prefix = npmcache.ensure(self.package, self.version)
+
+    def binary(self) -> str:
+        raise NotImplementedError
+
+    def configure(self) -> None:
+        """Provider settings in the HOME, before ``install`` (which keeps them)."""
+
+    def env(self) -> dict[str, str]:
+        return self.hrig.env()
+
+    def argv(self, prompt: str, *, again: bool) -> list[str]:
+        raise NotImplementedError
+
+    def setup(self) -> list[str]:
+        self.configure()
+        return self.hrig.install(self.name)
+
+    def prompt(self, text: str, *, again: bool = False) -> tuple[Run, list[Recorded]]:
+        before = len(self.stub.model_requests())
+        run = self.hrig.run_in_pane(self.hrig.first_pane, self.argv(text, again=again), self.env())
+        assert not self.stub.errors, self.stub.errors
+        assert run.rc == 0, f"exit {run.rc}\n{run.out[-2000:]}\n{run.err[-4000:]}"
+        # The session's own requests: those carrying the prompt, and not a title's (a
+        # harness's side requests, such as Qwen Code's memory extraction, carry neither the
+        # conversation nor its context).
+        requests = [
+            q
+            for q in self.stub.model_requests()[before:]
+            if not title(q) and text in json.dumps(q.body, ensure_ascii=False)
+        ]
+        assert requests, f"no model request\n{run.err[-2000:]}"
+        return run, requests
+
+
+# The system prompts of a harness's side requests, which are no turn of the session:
+# opencode's title generation, Qwen Code's memory extraction (0.24.4).
+SIDE_REQUESTS = ("You are a title generator", "You are now acting as the managed memory")
+
+
+def title(request: Recorded) -> bool:
+    """A side request (``SIDE_REQUESTS``): not the session's."""
+    return system_text(request.body).startswith(SIDE_REQUESTS)
+
+
+class Copilot(ChatHarness):
+    name = "copilot"
+    package = "@github/copilot"
+    version = "1.0.102"
+    told_at_start = False  # no sessionStart hook: the first prompt's tells it
+
+    def binary(self) -> str:
+        # The npm loader only finds and runs the native binary of the platform package.
+        found = sorted(self.prefix.glob("node_modules/@github/copilot-linux-*/copilot"))
+        if not found:
+            pytest.skip(f"{self.package}@{self.version}: no native binary for this platform")
+        return str(found[0])
+
+    def env(self) -> dict[str, str]:
+        return self.hrig.env(
+            COPILOT_OFFLINE="true",
+            COPILOT_PROVIDER_BASE_URL=self.stub.url + "/v1",
+            COPILOT_PROVIDER_API_KEY="stub-key",
+            COPILOT_MODEL=MODEL,
+            COPILOT_AUTO_UPDATE="false",
+        )
+
+    def argv(self, prompt: str, *, again: bool) -> list[str]:
+        return [
+            self.binary(),
+            *(["--continue"] if again else []),
+            "-p",
+            prompt,
+            # Every tool and path without asking (the split names the private tmux socket,
+            # outside the working directory).
+            "--allow-all",
+        ]
+
+
+class Qwen(ChatHarness):
+    name = "qwen"
+    package = "@qwen-code/qwen-code"
+    version = "0.24.4"
+
+    def binary(self) -> str:
+        return str(npmcache.bin_path(self.prefix, ".bin", "qwen"))
+
+    def configure(self) -> None:
+        path = self.hrig.home / ".qwen" / "settings.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        settings = {"security": {"auth": {"selectedType": "openai"}}, "model": {"name": MODEL}}
+        path.write_text(json.dumps(settings, indent=2) + "\n")
+
+    def env(self) -> dict[str, str]:
+        return self.hrig.env(
+            OPENAI_BASE_URL=self.stub.url + "/v1", OPENAI_API_KEY="stub-key", OPENAI_MODEL=MODEL
+        )
+
+    def argv(self, prompt: str, *, again: bool) -> list[str]:
+        return [self.binary(), *(["--continue"] if again else []), "-p", prompt, "--yolo"]
+
+
+class Opencode(ChatHarness):
+    name = "opencode"
+    package = "opencode-ai"
+    version = "1.18.33"
+
+    def binary(self) -> str:
+        return str(npmcache.bin_path(self.prefix, ".bin", "opencode"))
+
+    def configure(self) -> None:
+        config_home = Path(self.hrig.env()["XDG_CONFIG_HOME"])
+        path = config_home / "opencode" / "opencode.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "stub",
+            "options": {"baseURL": self.stub.url + "/v1", "apiKey": "stub-key"},
+            "models": {MODEL: {"name": "stub"}},
+        }
+        config: dict[str, Any] = {
+            "model": f"stub/{MODEL}",
+            "small_model": f"stub/{MODEL}",
+            "autoupdate": False,
+            "share": "disabled",
+            "provider": {"stub": provider},
+        }
+        path.write_text(json.dumps(config, indent=2) + "\n")
+
+    def env(self) -> dict[str, str]:
+        return self.hrig.env(OPENCODE_DISABLE_AUTOUPDATE="1")
+
+    def argv(self, prompt: str, *, again: bool) -> list[str]:
+        return [self.binary(), "run", *(["-c"] if again else []), prompt]
+
+
+@pytest.fixture
+def stub() -> Iterator[ChatStub]:
+    s = ChatStub()
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+    assert s.errors == []
+
+
+def only_block(body: Any, pane: str, why: str) -> Block:
+    blocks = location_blocks(body)
+    assert len(blocks) == 1, f"{len(blocks)} location blocks: {blocks}\n{why}"
+    assert blocks[0].pane == pane, f"{blocks[0].text}\n{why}"
+    return blocks[0]
+
+
+def first_prompt_then_again(harness: ChatHarness) -> None:
+    """The first prompt's every request holds the location once, naming the harness's pane
+    (told at the session's start, or by the first prompt); the same session continued with
+    an unchanged location adds no copy."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    _, first = harness.prompt("first prompt")
+    block = only_block(first[0].body, pane, hrig.diagnostics())
+    assert block.turn == (None if harness.told_at_start else 1)
+    for q in first[1:]:
+        only_block(q.body, pane, hrig.diagnostics())
+    _, second = harness.prompt("second prompt", again=True)
+    for q in second:
+        only_block(q.body, pane, hrig.diagnostics())
+    added = new_blocks(first[-1].body, second[0].body)
+    assert added == [], f"{added}\n{hrig.diagnostics()}"
+
+
+SHELL_TOOLS = {"copilot": "bash", "qwen": "run_shell_command", "opencode": "bash"}
+
+
+def neighbour(block: Block, direction: str) -> str:
+    m = re.search(rf"{direction} ([^;]+)", block.neighbors)
+    return m.group(1).strip() if m else ""
+
+
+def tool_call_splits_the_pane(harness: ChatHarness) -> None:
+    """The model's shell call splits the harness's pane from inside it: the request that
+    carries the call's result carries the changed location once more (the after-tool hook),
+    naming the new neighbour."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    split = shlex.join(hrig.tmux_argv("split-window", "-d", "-h", "-t", pane))
+    shell = SHELL_TOOLS[harness.name]
+
+    def decide(request: Recorded) -> Turn:
+        if tool_results(request.body) or shell not in tool_names(request.body):
+            return Text("done")
+        return ToolCall(shell, {"command": split, "description": "split the pane"})
+
+    harness.stub.decide = decide
+    _, requests = harness.prompt("split my pane")
+    results = [r for q in requests for r in tool_results(q.body)]
+    created = set(hrig.panes()) - {pane}
+    assert len(created) == 1, f"the shell call did not split the pane: {results}"
+    (new,) = created
+    first = only_block(requests[0].body, pane, hrig.diagnostics())
+    assert neighbour(first, "right") == "none"
+    after = [q for q in requests if tool_results(q.body)]
+    assert after, f"no request carried the tool's result\n{hrig.diagnostics()}"
+    added = new_blocks(requests[0].body, after[0].body)
+    assert len(added) == 1, f"{added}\n{hrig.diagnostics()}"
+    assert added[0].pane == pane and added[0].turn is not None
+    assert neighbour(added[0], "right") == new, f"{added[0].text}\n{hrig.diagnostics()}"

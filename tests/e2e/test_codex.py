@@ -1,0 +1,590 @@
+"""Codex (the real ``@openai/codex``, pinned) in panes of a private tmux server, against a
+Responses API stub (``stub_responses``): what reaches the model.
+
+Codex is configured in a throwaway HOME as a user would: ``tmuxlocd install codex`` writes
+the hooks and the MCP server; a ``[model_providers.stub]`` entry points Codex at the stub.
+Codex runs no hook it has not been got to trust, silently (``codex exec`` never asks), and
+``tmuxlocd`` never records that trust itself: here the test takes the user's decision and
+records it where ``/hooks`` would (``[hooks.state."<key>"] trusted_hash``), then checks that
+``tmuxlocd doctor codex`` calls the hooks trusted.
+
+The interactive TUI of current Codex runs every session in one shared ``codex app-server``
+that the first TUI starts detached (``[features] daemon_auto_start``, on by default); its
+hooks and MCP servers are that server's children, with the first TUI's ``TMUX_PANE``.  The
+two-TUI tests drive two real TUIs with ``tmux send-keys`` and assert that each pane's model is
+got its own pane or nothing, never the other's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e import npmcache
+from tests.e2e.panes import HarnessRig, Run, report
+from tests.e2e.stub_base import (
+    Block,
+    Decide,
+    Recorded,
+    Text,
+    ToolCall,
+    Turn,
+    always_text,
+    location_blocks,
+    location_bytes,
+    new_blocks,
+)
+from tests.e2e.stub_responses import (
+    SHELL_TOOL,
+    ResponsesStub,
+    input_items,
+    tool_names,
+    tool_results,
+    user_texts,
+)
+from tests.tmuxtest import poll
+from tmuxlocd.clients import doctor
+from tmuxlocd.core.caller import serves_sessions
+
+PACKAGE = "@openai/codex"
+VERSION = "0.171.0"
+KEY_VAR = "TMUXLOCD_STUB_API_KEY"  # the provider's env_key: Codex sends it as a bearer token
+SESSION_ID = re.compile(r"^session id: ([0-9a-f-]{36})$", re.MULTILINE)
+
+
+def codex_binary() -> Path:
+    """The native binary of the pinned package (the npm wrapper only finds and runs it)."""
+    prefix = npmcache.ensure(PACKAGE, VERSION)
+    found = sorted(prefix.glob("node_modules/@openai/codex-*/vendor/*/bin/codex"))
+    if not found:
+        pytest.skip(f"{PACKAGE}@{VERSION}: no native binary for this platform under {prefix}")
+    return found[0]
+
+
+def trust_hooks(codex_home: Path) -> None:
+    """Records trust for our hooks in ``$CODEX_HOME/config.toml`` as Codex's ``/hooks`` does
+    (``t``): the key and hash that ``tmuxlocd doctor`` checks.  The user's decision, taken by
+    the test in its throwaway HOME."""
+    hooks_json = codex_home / "hooks.json"
+    data = json.loads(hooks_json.read_text())
+    lines: list[str] = []
+    for hook in doctor.our_hooks(data):
+        key = doctor.codex_hook_key(str(hooks_json), hook.event, hook.group, hook.index)
+        digest = doctor.codex_hook_hash(hook.event, hook.matcher, hook.entry)
+        assert digest is not None, hook
+        lines += [f"[hooks.state.{json.dumps(key)}]", f"trusted_hash = {json.dumps(digest)}", ""]
+    with open(codex_home / "config.toml", "a") as f:
+        f.write("\n" + "\n".join(lines))
+
+
+@dataclass
+class Codex:
+    hrig: HarnessRig
+    stub: ResponsesStub
+    binary: Path
+    home: Path  # $CODEX_HOME, the default ~/.codex of the throwaway HOME
+
+    def env(self) -> dict[str, str]:
+        return self.hrig.env(**{KEY_VAR: "stub-key"})
+
+    def exec_argv(self, prompt: str, *, resume: str | None = None) -> list[str]:
+        argv = [str(self.binary), "exec", "--skip-git-repo-check"]
+        if resume is not None:
+            argv += ["resume", resume]
+        return [*argv, prompt]
+
+    def exec_in_pane(self, pane: str, prompt: str, *, resume: str | None = None) -> Run:
+        run = self.hrig.run_in_pane(pane, self.exec_argv(prompt, resume=resume), self.env())
+        assert run.rc == 0, run.out + run.err + self.hrig.diagnostics()
+        return run
+
+
+def setup_codex(
+    hrig: HarnessRig,
+    stub: ResponsesStub,
+    *,
+    features: dict[str, bool] | None = None,
+    wait_for_mcp: bool = False,
+    trust: bool = True,
+) -> Codex:
+    binary = codex_binary()
+    home = hrig.home / ".codex"
+    notes = hrig.install("codex", home / "hooks.json")
+    assert any("daemon_auto_start" in n for n in notes), notes
+    config = home / "config.toml"
+    # Top-level keys before the tables `install` wrote; the rest after them.
+    head = (
+        'model = "stub-model"\n'
+        'model_provider = "stub"\n'
+        # The model's shell call runs tmux on the private socket: outside Codex's sandbox.
+        'approval_policy = "never"\n'
+        'sandbox_mode = "danger-full-access"\n'
+        "check_for_update_on_startup = false\n\n"
+    )
+    tail = (
+        "\n[model_providers.stub]\n"
+        'name = "stub"\n'
+        f"base_url = {json.dumps(stub.url + '/v1')}\n"
+        'wire_api = "responses"\n'
+        f"env_key = {json.dumps(KEY_VAR)}\n\n"
+        f"[projects.{json.dumps(str(hrig.work))}]\n"
+        'trust_level = "trusted"\n'
+    )
+    if features:
+        tail += "\n[features]\n" + "".join(f"{k} = {str(v).lower()}\n" for k, v in features.items())
+    text = config.read_text()
+    if wait_for_mcp:
+        # Codex sends the first request without waiting for MCP servers still starting (a
+        # server ready later is offered from the next request on); `required` makes it wait.
+        assert "[mcp_servers.tmux]\n" in text, text
+        text = text.replace("[mcp_servers.tmux]\n", "[mcp_servers.tmux]\nrequired = true\n")
+    config.write_text(head + text + tail)
+    if trust:
+        trust_hooks(home)
+        found = hrig.tmuxlocd("doctor", "codex")
+        assert "trusted: 3 of 3 hook commands" in found.stdout, found.stdout
+    return Codex(hrig, stub, binary, home)
+
+
+@pytest.fixture
+def stub() -> Iterator[ResponsesStub]:
+    s = ResponsesStub()
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+    assert s.errors == []
+
+
+def session_of(run: Run) -> str:
+    m = SESSION_ID.search(run.err) or SESSION_ID.search(run.out)
+    assert m is not None, run.err
+    return m.group(1)
+
+
+def panes_of(blocks: Sequence[Block]) -> list[str | None]:
+    return [b.pane for b in blocks]
+
+
+def told(body: Any) -> list[Block]:
+    """The location blocks of a request that the hooks injected: those in a tool's output
+    (the MCP server's answer) are not."""
+    if not isinstance(body, dict):
+        return []
+    items = [i for i in input_items(body) if i.get("type") != "function_call_output"]
+    return location_blocks(dict(body, input=items))
+
+
+def added(requests: Sequence[Recorded], before: Any = None) -> list[Block]:
+    """The blocks the requests added, each to the history the one before carried (the first
+    to ``before``, the last request of an earlier run)."""
+    out: list[Block] = []
+    for req in requests:
+        left = [b.text for b in told(before)]
+        for block in told(req.body):
+            if block.text in left:
+                left.remove(block.text)
+            else:
+                out.append(block)
+        before = req.body
+    return out
+
+
+class Rows:
+    """Rows of the end-to-end report (``tests/e2e/report.py``), in the shape the other
+    harnesses' scenarios write: per row the model requests since the last row, the location
+    bytes of each and those it added, and the hooks that ran meanwhile.  A test records as
+    it goes; a failed assertion stops it before the rows that follow."""
+
+    def __init__(self, hrig: HarnessRig, stub: ResponsesStub) -> None:
+        self.hrig = hrig
+        self.stub = stub
+        self.requests = 0
+        self.hooks = 0
+
+    def record(self, scenario: str) -> None:
+        requests = self.stub.model_requests()[self.requests :]
+        hooks = self.hrig.hook_runs()[self.hooks :]
+        self.requests += len(requests)
+        self.hooks += len(hooks)
+        ms = [h.ms for h in hooks]
+        prev: Any = None
+        added = []
+        for q in requests:
+            added.append(sum(len(b.text.encode()) for b in new_blocks(prev, q.body)))
+            prev = q.body
+        report(
+            {
+                "harness": "codex",
+                "package": PACKAGE,
+                "version": VERSION,
+                "scenario": scenario,
+                "models": sorted(self.stub.models()),
+                "requests": len(requests),
+                "location_bytes": [location_bytes(q.body) for q in requests],
+                "new_bytes": added,
+                "hook_runs": len(hooks),
+                "hook_events": sorted({h.event for h in hooks}),
+                "hook_ms_median": round(statistics.median(ms), 1) if ms else None,
+                "hook_ms_max": round(max(ms), 1) if ms else None,
+                "hook_out_bytes": sum(h.out_bytes for h in hooks),
+            }
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# codex exec
+
+
+def test_exec_runs_no_hook_until_it_is_trusted(hrig: HarnessRig, stub: ResponsesStub) -> None:
+    """Codex skips untrusted hooks silently (``codex exec`` never asks); the doctor says so
+    and how to trust; once the trust is recorded the same hooks run."""
+    cx = setup_codex(hrig, stub, trust=False)
+    hrig.start_daemon()
+    found = hrig.tmuxlocd("doctor", "codex")
+    assert "never trusted: SessionStart, UserPromptSubmit, PostToolUse" in found.stdout
+    assert "open /hooks and trust" in found.stdout, found.stdout
+    cx.exec_in_pane(hrig.first_pane, "before the trust")
+    assert hrig.hook_runs() == [] and added(stub.model_requests()) == []
+    trust_hooks(cx.home)
+    before = len(stub.model_requests())
+    cx.exec_in_pane(hrig.first_pane, "after the trust")
+    assert {r.event for r in hrig.hook_runs()} == {"SessionStart", "UserPromptSubmit"}
+    assert panes_of(added(stub.model_requests()[before:])) == [hrig.first_pane]
+
+
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
+def test_exec_told_once_then_nothing_on_unchanged_resume_then_the_split(
+    hrig: HarnessRig, stub: ResponsesStub, daemon: bool
+) -> None:
+    cx = setup_codex(hrig, stub)
+    if daemon:
+        hrig.start_daemon()
+    rows = Rows(hrig, stub)
+    pane = hrig.first_pane
+    first = cx.exec_in_pane(pane, "first prompt")
+    reqs = stub.model_requests()
+    got = added(reqs)
+    assert panes_of(got) == [pane], hrig.diagnostics()
+    assert got[0].text.startswith("tmux location:\n"), got[0].text
+    assert "neighbors: above none; below none; left none; right none" in got[0].text
+
+    session = session_of(first)
+    last, before = reqs[-1].body, len(reqs)
+    cx.exec_in_pane(pane, "second prompt, nothing moved", resume=session)
+    reqs = stub.model_requests()[before:]
+    # The resumed history replays the block told at the start, and nothing is added.
+    assert panes_of(told(reqs[0].body)) == [pane], hrig.diagnostics()
+    assert added(reqs, last) == [], hrig.diagnostics()
+    if daemon:
+        rows.record("first_prompt_then_resume")
+
+    right = hrig.split(pane)
+    last, before = reqs[-1].body, len(stub.model_requests())
+    cx.exec_in_pane(pane, "third prompt, after a split", resume=session)
+    got = added(stub.model_requests()[before:], last)
+    assert panes_of(got) == [pane], hrig.diagnostics()
+    assert f"right {right}" in got[0].neighbors, got[0].text
+    rows.record("split_from_outside" if daemon else "daemon_down")
+
+
+def test_exec_tells_the_change_after_the_shell_tool_splits_the_pane(
+    hrig: HarnessRig, stub: ResponsesStub
+) -> None:
+    cx = setup_codex(hrig, stub)
+    hrig.start_daemon()
+    pane = hrig.first_pane
+    split = shlex.join(hrig.tmux_argv("split-window", "-d", "-v", "-t", pane))
+
+    def decide(request: Recorded) -> Turn:
+        if tool_results(request.body):
+            return Text("done")
+        return ToolCall(SHELL_TOOL, {"cmd": split})
+
+    stub.decide = decide
+    cx.exec_in_pane(pane, "split this pane")
+    reqs = stub.model_requests()
+    assert len(reqs) >= 2 and tool_results(reqs[-1].body), [r.body for r in reqs]
+    below = [p for p in hrig.panes() if p != pane]
+    assert len(below) == 1
+    got = added(reqs)
+    # The start's block, then the change, told after the tool call (PostToolUse).
+    assert panes_of(got) == [pane, pane], hrig.diagnostics()
+    assert "below none" in got[0].neighbors
+    assert f"below {below[0]}" in got[1].neighbors, got[1].text
+    first_with_result = next(i for i, r in enumerate(reqs) if tool_results(r.body))
+    assert added([reqs[first_with_result]], reqs[first_with_result - 1].body) == [got[1]]
+    Rows(hrig, stub).record("tool_call_splits_the_pane")
+
+
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
+def test_exec_outside_a_pane_is_told_nothing(
+    hrig: HarnessRig, stub: ResponsesStub, daemon: bool
+) -> None:
+    cx = setup_codex(hrig, stub)
+    if daemon:
+        hrig.start_daemon()
+    run = hrig.run_outside(cx.exec_argv("a prompt from no pane"), cx.env())
+    assert run.rc == 0, run.out + run.err
+    reqs = stub.model_requests()
+    assert reqs
+    ran = {r.event for r in hrig.hook_runs()}
+    assert {"SessionStart", "UserPromptSubmit"} <= ran, hrig.diagnostics()
+    assert added(reqs) == [], hrig.diagnostics()
+    Rows(hrig, stub).record("outside_a_pane" if daemon else "outside_a_pane, daemon down")
+
+
+def test_exec_mcp_where_am_i_names_the_pane(hrig: HarnessRig, stub: ResponsesStub) -> None:
+    cx = setup_codex(hrig, stub, wait_for_mcp=True)
+    hrig.start_daemon()
+    pane = hrig.split(hrig.first_pane)  # not the first pane: the answer is not a default
+
+    def decide(request: Recorded) -> Turn:
+        if tool_results(request.body):
+            return Text("done")
+        assert "mcp__tmux__where_am_i" in tool_names(request.body)
+        return ToolCall("mcp__tmux__where_am_i", {})
+
+    stub.decide = decide
+    cx.exec_in_pane(pane, "where am I?")
+    results = tool_results(stub.model_requests()[-1].body)
+    assert len(results) == 1, results
+    assert re.search(rf", pane \d+ {re.escape(pane)}\n", results[0]), results[0]
+    Rows(hrig, stub).record("mcp_where_am_i")
+
+
+# ----------------------------------------------------------------------------------------------
+# Two interactive TUIs, one shared app-server
+
+
+def capture(hrig: HarnessRig, pane: str) -> str:
+    return hrig.rig.tmux.run("capture-pane", "-p", "-t", pane)
+
+
+def start_tui(cx: Codex, pane: str) -> None:
+    """The interactive TUI in the foreground of ``pane``, on its tty, with the test's env."""
+    env = cx.env()
+    lines = ["cd " + shlex.quote(str(cx.hrig.work))]
+    lines += [
+        f"export {k}={shlex.quote(v)}"
+        for k, v in sorted(env.items())
+        if k not in ("TMUX", "TMUX_PANE") and k.isidentifier()
+    ]
+    lines.append(f"exec {shlex.quote(str(cx.binary))}")
+    script = cx.hrig.root / f"tui-{pane[1:]}.sh"
+    script.write_text("\n".join(lines) + "\n")
+    cx.hrig.rig.tmux.run("send-keys", "-t", pane, f"exec sh {script}", "Enter")
+    poll(
+        lambda: "Ask Codex to do anything" in capture(cx.hrig, pane),
+        90,
+        f"Codex's prompt in {pane}",
+        interval=0.1,
+    )
+
+
+def submit(cx: Codex, pane: str, prompt: str) -> list[Recorded]:
+    """Types ``prompt`` (then Enter once the composer shows it: keys that arrive together
+    are taken as a paste, where Enter is a newline) and waits for the model's answer to be
+    shown; the requests that carry the prompt."""
+    hrig = cx.hrig
+    hrig.rig.tmux.run("send-keys", "-t", pane, "-l", prompt)
+    poll(lambda: prompt in capture(hrig, pane), 30, f"{prompt!r} typed in {pane}", interval=0.05)
+    hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
+    answer = f"answer to {prompt}"
+    poll(lambda: answer in capture(hrig, pane), 90, f"the answer in {pane}", interval=0.1)
+    return [r for r in cx.stub.model_requests() if prompt in user_texts(r.body)]
+
+
+def quit_tui(cx: Codex, pane: str) -> None:
+    """``/quit`` typed into the TUI; returns once its pane has closed."""
+    hrig = cx.hrig
+    hrig.rig.tmux.run("send-keys", "-t", pane, "-l", "/quit")
+    poll(lambda: "/quit" in capture(hrig, pane), 30, f"/quit typed in {pane}", interval=0.05)
+    hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
+    poll(lambda: pane not in hrig.panes(), 30, f"{pane} to close", interval=0.1)
+
+
+def answer_each(decide_for: dict[str, Decide]) -> Decide:
+    """A model that answers ``answer to <prompt>`` to the prompt of the turn (the last user
+    message: the history holds the earlier ones), after whatever ``decide_for[prompt]`` asks
+    first."""
+
+    def decide(request: Recorded) -> Turn:
+        texts = user_texts(request.body)
+        inner = decide_for.get(texts[-1]) if texts else None
+        if inner is None:
+            return Text("ok")  # a side request (a thread's title), or no prompt of ours
+        turn = inner(request)
+        return Text(f"answer to {texts[-1]}") if isinstance(turn, Text) else turn
+
+    return decide
+
+
+def mcp_then_text(request: Recorded) -> Turn:
+    if tool_results(request.body):
+        return Text("done")
+    return ToolCall("mcp__tmux__where_am_i", {})
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    sid: int
+    tty: str
+    args: str
+
+
+def process_tree(codex: Codex) -> tuple[str, list[Proc]]:
+    """``ps -o pid,ppid,sid,tty,args`` of this test's Codex processes (the TUIs in its panes,
+    the copy the shared server runs from its HOME) and their children, as text and parsed."""
+    out = subprocess.run(
+        ["ps", "-ww", "-eo", "pid,ppid,sid,tty,args"], capture_output=True, text=True, check=True
+    ).stdout
+    head, *lines = out.splitlines()
+    everyone = []
+    for line in lines:
+        pid, ppid, sid, tty, args = line.split(None, 4)
+        everyone.append(Proc(int(pid), int(ppid), int(sid), tty, args))
+    # The TUIs are the panes' own processes (``exec``): other runs of the same binary (a
+    # test beside this one) are not this test's.
+    panes = codex.hrig.rig.tmux.run("list-panes", "-a", "-F", "#{pane_pid}", check=False)
+    tuis = {int(pid) for pid in panes.split()}
+    ours = {
+        p.pid
+        for p in everyone
+        if str(codex.home) in p.args or (p.pid in tuis and p.args.startswith(str(codex.binary)))
+    }
+    rows = [p for p in everyone if p.pid in ours or p.ppid in ours]
+    text = "\n".join(
+        [head] + [f"{p.pid:>7} {p.ppid:>7} {p.sid:>7} {p.tty:<8} {p.args}" for p in rows]
+    )
+    return text, rows
+
+
+def app_server_pids(codex_home: Path) -> list[int]:
+    """The shared app-server and its updater, from the pid files Codex keeps in this HOME,
+    each only while its command line still runs from this HOME (a reused pid is not)."""
+    pids = []
+    for name in ("daemon.pid", "daemon-updater.pid"):
+        try:
+            pid = int(json.loads((codex_home / "app-server-daemon" / name).read_text())["pid"])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, ValueError, KeyError):
+            continue
+        if str(codex_home).encode() in cmdline:
+            pids.append(pid)
+    return pids
+
+
+def end_app_server(codex_home: Path) -> None:
+    """A TUI leaves the shared server running when it exits: end it, by pid."""
+    pids = app_server_pids(codex_home)
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    try:
+        poll(lambda: all(_ended(p) for p in pids), 10, "the shared app-server to exit")
+    except AssertionError:
+        for pid in app_server_pids(codex_home):  # still running from this HOME
+            os.kill(pid, signal.SIGKILL)
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie (its parent, the first TUI, may be gone too, or not reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] == b"Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-app-server", "one-per-tui"])
+def test_two_tuis_each_told_its_own_pane_or_nothing(
+    hrig: HarnessRig, stub: ResponsesStub, shared: bool
+) -> None:
+    cx = setup_codex(hrig, stub, features={"daemon_auto_start": shared}, wait_for_mcp=True)
+    hrig.start_daemon()
+    a = hrig.first_pane
+    b = hrig.split(a)
+    prompt_a, prompt_b = "hello from the left pane", "hello from the right pane"
+    prompt_later = "hello again once the left one quit"
+    stub.decide = answer_each(
+        {prompt_a: always_text, prompt_b: mcp_then_text, prompt_later: always_text}
+    )
+    try:
+        start_tui(cx, a)
+        got_a = submit(cx, a, prompt_a)
+        start_tui(cx, b)
+        got_b = submit(cx, b, prompt_b)
+        tree, procs = process_tree(cx)
+        # The TUI that started the shared server quits (its pane closes with it): the server
+        # lives on, re-parented, and the other TUI's next prompt is still its own or nothing.
+        quit_tui(cx, a)
+        later = submit(cx, b, prompt_later)
+        tree_later, _ = process_tree(cx)
+    finally:
+        # The TUIs end with the tmux server (cleanup); the shared server outlives them.
+        hrig.rig.tmux.run("kill-server", check=False)
+        end_app_server(cx.home)
+    print(tree)
+
+    servers = [p for p in procs if serves_sessions(p.args.replace(" ", "\0").encode())]
+    mcps = [p for p in procs if p.args.endswith("tmuxlocd mcp")]
+    if shared:
+        # One server, in a session of its own with no tty, runs both sessions' MCP servers.
+        assert len(servers) == 1 and servers[0].tty == "?", tree
+        assert len(mcps) == 2 and {p.ppid for p in mcps} == {servers[0].pid}, tree
+    else:
+        assert servers == [], tree
+        assert len(mcps) == 2 and all(p.tty != "?" for p in mcps), tree
+
+    told_a = [bl for r in got_a for bl in told(r.body)]
+    told_b = [bl for r in got_b for bl in told(r.body)]
+    told_later = added(later, got_b[-1].body)
+    print(f"after the first TUI quit:\n{tree_later}")
+    assert set(panes_of(told_later)) <= {b}, f"{tree_later}\n{hrig.diagnostics()}"
+    if not shared:
+        # Alone in its window now: its new neighbours, told once.
+        assert panes_of(told_later) == [b], hrig.diagnostics()
+        assert "left none" in told_later[0].neighbors, told_later[0].text
+    detail = f"process tree:\n{tree}\n{hrig.diagnostics()}"
+    # The hooks did run, for both sessions: what the models got is their answer.
+    events: dict[str, set[str]] = {}
+    for run in hrig.hook_runs():
+        events.setdefault(run.session, set()).add(run.event)
+    started = [k for k, v in events.items() if {"SessionStart", "UserPromptSubmit"} <= v]
+    assert len(started) == 2, detail
+    # Never the other pane's; with one app-server per TUI, each its own.
+    assert set(panes_of(told_a)) <= {a}, detail
+    assert set(panes_of(told_b)) <= {b}, detail
+    results = [t for r in got_b for t in tool_results(r.body)]
+    assert results, detail
+    assert not re.search(rf", pane \d+ {re.escape(a)}\n", results[-1]), results[-1]
+    if shared:
+        assert "shared_ancestor" in results[-1], results[-1]
+    else:
+        assert told_a and told_b, detail
+        assert re.search(rf", pane \d+ {re.escape(b)}\n", results[-1]), results[-1]
+    how = "shared app-server" if shared else "daemon_auto_start = false"
+    for name, pane, got in (("A", a, told_a), ("B", b, told_b)):
+        # What each model was got: the distinct blocks, once each.
+        unique = list({bl.text: bl for bl in got}.values())
+        size = sum(len(bl.text.encode()) for bl in unique)
+        print(f"{how}: TUI {name} in {pane}: {len(unique)} block(s), {size} B, {panes_of(unique)}")
+    # Codex puts "Wall time: ...\nOutput:" before the server's text.
+    mcp_answer = results[-1].rpartition("Output:")[2].strip().split("\n", 1)[0]
+    print(f"{how}: MCP where_am_i from TUI B: {mcp_answer}")
+    Rows(hrig, stub).record(f"two TUIs, {how}")
