@@ -14,7 +14,6 @@ import os
 import sys
 
 from tmuxlocd.clients.rawhttp import NoDaemon, RawResponse, raw_request
-from tmuxlocd.core.harness import HARNESSES
 from tmuxlocd.core.urls import notify_target, self_target
 from tmuxlocd.host.paths import client_socket_path as daemon_socket
 
@@ -126,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from tmuxlocd import __version__
+    from tmuxlocd.core.harness import HARNESSES  # not at the top: notify never needs it
 
     parser = argparse.ArgumentParser(
         prog="tmuxlocd",
