@@ -20,10 +20,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.httpclient import UnixHTTPConnection, get
 from bench.stats import fmt_ms, median
 from tests.daemontest import PYTHON, REPO, Daemon, Rig, private_rig
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.install import this_hook
+
+# The hook as `tmuxlocd install` writes it (this interpreter, -S, the hook module's file): a
+# black box, not imported.
+HOOK = [sys.executable, "-S", os.path.join(REPO, "tmuxlocd", "clients", "context.py")]
+
+
+def this_hook() -> list[str]:
+    return list(HOOK)
+
 
 HARNESS = str(Path(REPO) / "tests" / "integration" / "agent_harness.py")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -75,7 +84,7 @@ def measure(samples: int) -> dict[str, Any]:
 
 def _measure(rig: Rig, daemon: Daemon, samples: int) -> dict[str, Any]:
     from tmuxlocd.client import Client
-    from tmuxlocd.events import AgentStateChanged
+    from tmuxlocd.core.events import AgentStateChanged
 
     h = Harness(rig)
     h.run(event("SessionStart", source="startup"))
@@ -204,10 +213,12 @@ def many(agent_count: int, reports: int) -> dict[str, float]:
 
 
 def agents_of(rig: Rig) -> list[Any]:
-    from tmuxlocd.cli import raw_request
-
-    resp = raw_request(rig.daemon_socket, "GET", "/v1/agents", 5.0)
-    return [] if resp is None or resp.status != 200 else json.loads(resp.body)["agents"]
+    conn = UnixHTTPConnection(rig.daemon_socket)
+    try:
+        status, _headers, body = get(conn, "/v1/agents")
+    finally:
+        conn.close()
+    return [] if status != 200 else list(json.loads(body)["agents"])
 
 
 def report(result: dict[str, Any], samples: int) -> str:

@@ -21,13 +21,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.runner import SELF_FORMAT
+from bench.rig import SELF_FORMAT, machine_facts
 from bench.stats import fmt_ms, median, p99
 from bench.tmuxfarm import Farm
-from tmuxlocd.install import this_hook
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = str(Path(sys.executable).parent / "tmuxlocd")
+# What `tmuxlocd install` writes into a harness's hooks for this checkout: this interpreter,
+# -S, the hook module's file (tmuxlocd.clients.install.this_hook); a black box, not imported.
+HOOK = [sys.executable, "-S", str(REPO / "tmuxlocd" / "clients" / "context.py")]
 
 
 def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
@@ -93,7 +95,7 @@ def one_size(tmux: str, panes: int, n: int, warmup: int) -> dict[str, object]:
         job = {
             "launchers": {
                 "tmuxlocd context": [SCRIPT, "context"],
-                "python -S context.py": this_hook(),
+                "python -S context.py": HOOK,
             },
             "direct_form": "python -S context.py",
             "tmux": tmux,
@@ -180,24 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("bench.context: no tmux on PATH")
     sizes = [10] if args.quick else [int(s) for s in args.sizes.split(",")]
     n, warmup = (8, 2) if args.quick else (args.n, 5)
-    facts: dict[str, object] = {
-        "tmux": subprocess.run([tmux, "-V"], capture_output=True, text=True, check=True)
-        .stdout.strip()
-        .removeprefix("tmux "),
-        "python": sys.version.split()[0],
-        "cores": os.cpu_count(),
-        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
-        "samples": n,
-    }
-    head = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    if head:
-        facts["commit"] = head
+    facts: dict[str, object] = {**machine_facts(tmux), "samples": n}
+    facts["tmux"] = str(facts["tmux"]).removeprefix("tmux ")
     # As an installed package has them (pip compiles on install); the environment may say
     # not to write bytecode, and compiling on every start would be measured instead.
     compileall.compile_dir(str(REPO / "tmuxlocd"), quiet=1, force=False)

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tmuxlocd.model import MESSAGE_PANE_FORMAT, PANE_FORMAT
+from tmuxlocd.core.model import MESSAGE_PANE_FORMAT, PANE_FORMAT
 
 HOOK = "window-layout-changed"
 HOOK_INDEX = 7741

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,9 +17,9 @@ from dataclasses import dataclass
 
 from bench import procstat
 from bench.fanout_proc import ProbeProc
-from bench.report import Row
-from bench.runner import (
+from bench.rig import (
     B3_HOOK,
+    FLOOR_WRITES,
     REPO,
     Daemon,
     Results,
@@ -29,7 +30,7 @@ from bench.runner import (
     pick_targets,
     sched_per_change,
 )
-from bench.stats import fmt_bytes, fmt_ms, median, p99
+from bench.stats import median
 from bench.tmuxfarm import PANE_CMD, Farm, clean_env
 
 MB = 1_000_000
@@ -134,9 +135,6 @@ async def measure(farm: Farm, daemon: Daemon, quick: bool, res: Results) -> None
     await split_floor(
         farm, daemon, plan, res, targets, int(res.facts[f"B8 bytes per split@{panes}"])
     )
-
-
-FLOOR_WRITES = ("transport", "send")
 
 
 async def start_floor(sock: str, fifo: str, *args: str) -> asyncio.subprocess.Process:
@@ -317,19 +315,19 @@ async def waiter_floor(
     (the new pane's tty and pid come no other way on 3.3 without waiting for the split's
     command to end).  What the daemon spends above this is its own; what this spends above
     the floor on the ``%layout-change`` is the cost of 3.3's path on this machine."""
-    from tmuxlocd.hub import Hub
-    from tmuxlocd.mirror import install_hooks, remove_hooks, uses_message_hooks
-    from tmuxlocd.observer import WAITER_CHAIN, ServerObserver
+    from tmuxlocd.core import spelling
+    from tmuxlocd.core.attach import WAITER_CHAIN, channel, waiter_argv
+    from tmuxlocd.core.mirror import ServerMirror, install_hooks, remove_hooks, uses_message_hooks
 
     version = farm.run("display-message", "-p", "#{version}").strip()
     if uses_message_hooks(version):
         return
     panes, count = farm.total, plan.counts[1]
-    observer = ServerObserver(Hub(), farm.socket, tmux=farm.tmux, hooks=True)
-    mirror = observer.mirror
+    mirror = ServerMirror(farm.socket)
     mirror.version, mirror.client_name = version, "{client}"
+    hooks_channel = channel(os.getuid())
     sock, fifo = str(farm.dir / "floor-rows.sock"), str(farm.dir / "floor-rows.fifo")
-    for argv in install_hooks(mirror, observer.channel):
+    for argv in install_hooks(mirror, hooks_channel):
         farm.run(*argv)
     probe = ProbeProc()
     server: asyncio.subprocess.Process | None = None
@@ -342,7 +340,9 @@ async def waiter_floor(
             "--control-argv",
             json.dumps(control),
             "--rows-argv",
-            json.dumps(observer.waiter_argv()),
+            json.dumps(
+                waiter_argv(farm.tmux, farm.socket, spelling.PLAIN, hooks_channel, "{client}")
+            ),
             "--rows-chain",
             str(WAITER_CHAIN),
         )
@@ -376,191 +376,6 @@ async def waiter_floor(
             farm.run(*argv, check=False)
 
 
-def rows(res: Results) -> list[Row]:
-    """The goal rows of B8, B4 at 1,000 subscribers and B9."""
-    out: list[Row] = []
-    sizes: list[int] = res.facts.get("sizes", [])
-    for p in sizes:
-        counts = sorted(
-            int(name.split()[1])
-            for name in res.series
-            if name.endswith(" spread")
-            and name.startswith("B8 ")
-            and not name.startswith(("B8 floor ", "B8 split floor "))
-            and p in res.series[name]
-        )
-        base = res.facts.get(f"B8 cpu per event@{p}/{counts[0]}") if counts else None
-        for n in counts:
-            spread = res.get(f"B8 {n} spread", p)
-            first = res.get(f"B8 {n} first", p)
-            if not spread or n < 2:
-                continue
-            goal_ms = 1.0 if n <= 100 else 10.0
-            floors = {how: res.get(f"B8 floor {how} {n} spread", p) for how in FLOOR_WRITES}
-            # The fair floor: written on the split itself, while tmux still works on it.
-            on_split = res.get(f"B8 split floor {n} spread", p)
-            floor = on_split or floors["transport"]
-            out.append(
-                Row(
-                    "B8",
-                    f"an event at the last of {n} subscribers, after the first",
-                    str(p),
-                    fmt_ms(median(spread)),
-                    fmt_ms(p99(spread)),
-                    "; ".join(
-                        [f"first after the split's spawn {fmt_ms(median(first))}"]
-                        + (
-                            [
-                                "floor on the split (written on its %layout-change, tmux "
-                                + f"still busy) {fmt_ms(median(on_split))}"
-                            ]
-                            if on_split
-                            else []
-                        )
-                        + [
-                            f"floor ({how}) {fmt_ms(median(values))}, its writes "
-                            f"{fmt_ms(median(res.get(f'B8 floor {how} {n} loop', p) or [0.0]))}"
-                            for how, values in floors.items()
-                            if values
-                        ]
-                    ),
-                    # (A few streams may all be read in one wait: a spread of 0.)
-                    f"{median(spread) / median(floor):.2f}×" if floor and median(floor) else "",
-                    f"≤ {goal_ms:g} ms" if n in (100, 1000) else "",
-                    median(spread) * 1000 <= goal_ms if n in (100, 1000) else None,
-                )
-            )
-            cpu = res.facts.get(f"B8 cpu per event@{p}/{n}")
-            if cpu is not None and base is not None:
-                per = (cpu - base) / (n - counts[0])
-                out.append(
-                    Row(
-                        "B8",
-                        f"daemon CPU per event and subscriber ({n} subscribers)",
-                        str(p),
-                        f"{per * 1e6:.1f} µs",
-                        "",
-                        f"per event {fmt_ms(cpu)} with {n}, {fmt_ms(base)} with {counts[0]}",
-                        "",
-                        "",
-                        None,
-                    )
-                )
-    for p in sizes:
-        held_rss = res.facts.get(f"B4 RSS 1000@{p}")
-        if held_rss is not None and p == max(sizes):
-            held, rss = held_rss
-            before = res.facts.get(f"B4 RSS before the streams@{p}")
-            out.append(
-                Row(
-                    "B4",
-                    f"daemon RSS with {held} subscribers",
-                    str(p),
-                    fmt_bytes(rss),
-                    "",
-                    f"before them {fmt_bytes(before)}: {(rss - before) / held / 1024:.0f} KiB "
-                    "per stream"
-                    if before is not None and held
-                    else "",
-                    "",
-                    "≤ 120 MB" if held >= 1000 else "",
-                    rss <= 120 * MB if held >= 1000 else None,
-                )
-            )
-    for p in sizes:
-        storm = res.facts.get(f"B9@{p}")
-        if storm is None:
-            continue
-        last = storm.get("last_snapshot")
-        took = last - storm["t_spawn"] if last is not None else float("inf")
-        refused = sum(storm.get("statuses", {}).values())
-        ok = storm["resumed"] == storm["streams"] and refused == 0
-        # The storm in two parts: the new daemon's start, then delivering the snapshots from
-        # its first accepted reconnect; the floor delivers the same bytes with nothing else.
-        alone = res.facts.get(f"B9 floor@{p}")
-        first = storm.get("first_reopen")
-        serving = last - first if last is not None and first is not None else None
-        parts = []
-        if serving is not None:
-            parts.append(f"snapshots delivered in {fmt_ms(serving)} from the first reconnect")
-        if alone is not None:
-            each = fmt_bytes(alone["bytes"] / max(alone["streams"], 1))
-            parts.append(
-                f"floor (a process that only writes {alone['streams']} snapshots of "
-                f"{each}) {fmt_ms(alone['seconds'])}, "
-                f"its readers' CPU {alone['cpu']:.2f} s; an interpreter with asyncio alone "
-                f"starts in {fmt_ms(alone['start'])}"
-            )
-        ratio = (
-            f"{serving / alone['seconds']:.2f}×"
-            if serving is not None and alone is not None and alone["seconds"] > 0
-            else ""
-        )
-        out.append(
-            Row(
-                "B9",
-                f"restart under {storm['streams']} Last-Event-ID subscribers → the last "
-                "one's snapshot",
-                str(p),
-                fmt_ms(took) if last is not None else "never",
-                "",
-                f"{storm['resumed']} of {storm['streams']} resumed, {refused} refused; "
-                f"from the old one's stop {fmt_ms(last - storm['t_stop']) if last else '—'}, "
-                f"new one ready {fmt_ms(storm['t_ready'] - storm['t_spawn'])}"
-                + (
-                    f"; CPU: daemon {storm['daemon_cpu']:.2f} s, subscribers' reading "
-                    f"{storm['cpu']:.2f} s (2 cores)"
-                    if "daemon_cpu" in storm and "cpu" in storm
-                    else ""
-                )
-                + "".join(f"; {part}" for part in parts),
-                ratio,
-                "all, ≤ 2 s",
-                ok and took <= 2.0,
-            )
-        )
-    return out
-
-
-__all__ = ["METHOD", "FanPlan", "measure", "rows"]
-
-METHOD = """\\
-- B8/B4/B9 (`bench.fanout`): the subscribers are held by `bench.fanout_probe`, one process with
-  raw non-blocking sockets under one epoll, each stream's bytes stamped with the time the wait
-  that reported them returned (an upper bound of the arrival).  Every read goes into one
-  preallocated buffer: before 2026-12-02 each was a `recv(1 MiB)`, for which glibc maps and unmaps
-  a fresh block (about 20 µs a read, against 2.6 µs), so the probe's own reading of 100 or 1,000
-  streams made up most of the spreads it reported, the floor's included.  B8: `split-window -d`
-  (subprocess) in the observer's session, then `kill-pane`, 60 ms of quiet before each; the spread
-  is the last subscriber's `pane.added` less the first's, in the same sample.  Its floor:
-  `bench.fanout_floor`, an asyncio process that only writes, to the same number of streams held by
-  the same probe, one chunk of the bytes a split wrote to each stream at that size (the median),
-  by `transport.write` and by `os.write`; "its writes" is the floor's own loop over the streams.
-  That floor writes on a FIFO's word, on a quiet machine; the daemon writes while tmux is still
-  busy with the split (the new pane's fork, the split's own client, its other clients), on the
-  same 2 cores.  So since 2026-12-02 the ratio is taken against the floor on the split: after
-  every other row of the size, with the daemon stopped, `bench.fanout_floor --control-argv` writes
-  the same bytes to the same number of streams as soon as its own control client (attached to the
-  observer's session, as the daemon's is) reads the split's `%layout-change`, for the same splits
-  and kills.  The same run with 100 streams and B3's `run-shell -b` hook set gives B3's floor row:
-  the last of the 100 streams less a bare control client's `%layout-change`, both stamped by the
-  probe in the same sample. CPU per event and subscriber: the daemon's CPU per event line with N
-  subscribers less that with 1, over N - 1.  B4: RSS with every stream connected and idle.  B9:
-  SIGTERM to the daemon, a new one started at once; every stream that ends reconnects with its
-  `Last-Event-ID` (retrying while nothing listens); the time is from the new process's spawn to
-  the last stream's snapshot of the new instance, with the CPU the new daemon and the probe
-  (reading every snapshot) used.  The daemon starts from its bytecode, as an installed one does
-  (with `PYTHONDONTWRITEBYTECODE`, as on this machine, each start compiled its modules anew).  The
-  probe scans each chunk for line ends where it was read and keeps only each line's first 200
-  bytes: before 2026-12-02 it copied each snapshot byte about five times, and at 1,000 panes its
-  reading (1.4 to 1.9 s of CPU) outweighed the daemon's writing.  Its floor: `bench.fanout_floor
-  --snapshot-bytes`, which answers every connection with a line of the daemon's snapshot size and
-  does nothing else, the same number of streams connecting at once under the same probe; the ratio
-  is the daemon's delivery (from its first accepted reconnect to the last snapshot) over the
-  floor's.
-"""
-
-
 async def _alone(sizes: tuple[int, ...], quick: bool) -> Results:
     import os
     import shutil
@@ -589,7 +404,7 @@ def main() -> int:
     """``python -m bench.fanout [--quick] [--sizes 10,1000]``: these rows alone (no file)."""
     import argparse
 
-    from bench.report import goal_table, series_table
+    from bench.report import fanout_rows, goal_table, series_table
 
     parser = argparse.ArgumentParser(prog="python -m bench.fanout", description=main.__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -597,7 +412,7 @@ def main() -> int:
     args = parser.parse_args()
     sizes = tuple(int(s) for s in args.sizes.split(","))
     res = asyncio.run(_alone(sizes, args.quick))
-    print(goal_table(rows(res)))
+    print(goal_table(fanout_rows(res)))
     print()
     print(series_table(res))
     for key, value in sorted(res.facts.items()):

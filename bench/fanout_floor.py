@@ -23,7 +23,7 @@ fork of the new pane, its other clients): the daemon publishes then too, on the 
 
 With ``--rows-argv JSON`` as well (tmux 3.3), it publishes on the rows of the daemon's own
 hooks instead, as the daemon does there: those argv are the daemon's hook waiter client
-(``ServerObserver.waiter_argv``, ``{client}`` standing for its control client's name, which
+(``tmuxlocd.core.attach.waiter_argv``, ``{client}`` standing for its control client's name, which
 is this process's own), started anew every ``--rows-chain`` rounds as the daemon does, and each
 round's rows (``|<count> @W <zoomed> <layout> <pane> ...``) are a ``pane.added`` or
 ``pane.removed`` by their count of panes.  The hooks are the caller's to install.  That is the
@@ -51,7 +51,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from tmuxlocd.observer import WAITER_MARK
+from tmuxlocd.core.attach import WAITER_MARK
 
 HEAD = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nCache-Control: no-cache\r\n"
@@ -70,7 +70,7 @@ def event_line(kind: str, seq: int, size: int) -> bytes:
 
 
 # A layout's leaf cells (``WxH,X,Y,ID``); a split cell's fourth field is a ``{`` or ``[``.
-# Counted here, not by tmuxlocd.layout's strict parse (about 0.1 ms for 26 panes): the floor
+# Counted here, not by tmuxlocd.core.layout's strict parse (about 0.1 ms for 26 panes): the floor
 # does the least a publication can; tests/unit/test_fanout_floor.py holds the two to
 # the same count on layouts captured from tmux.
 LEAF = re.compile(rb"\d+x\d+,\d+,\d+,\d+")

@@ -1,7 +1,8 @@
 """Processes as Linux tells of them: CPU time, memory and the terminal's foreground group
 from /proc, and the moment one exits from a pidfd.
 
-Standard library only, and nothing of the rest of ``bench``: the activity tests
+Standard library and the package's stat parser only (tmuxlocd.core.procstat), nothing of
+the rest of ``bench``: the activity tests
 (tests/integration/test_activity.py) import it too, so that the bench and the tests time a
 command's end by the same word of the kernel, without the bench's dependencies.
 """
@@ -13,24 +14,24 @@ import os
 import time
 from pathlib import Path
 
+from tmuxlocd.core.procstat import ProcStat, parse_stat
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def _stat_fields(pid: int) -> list[str]:
-    raw = Path(f"/proc/{pid}/stat").read_text()
-    # comm may hold spaces and parentheses: the fixed fields start after the last ')'.
-    return raw[raw.rindex(")") + 2 :].split()
+def _stat(pid: int) -> ProcStat:
+    return parse_stat(Path(f"/proc/{pid}/stat").read_bytes())
 
 
 def cpu_ticks(pid: int) -> int:
     """utime + stime of ``pid`` in clock ticks (fields 14 and 15 of /proc/pid/stat)."""
-    fields = _stat_fields(pid)
-    return int(fields[11]) + int(fields[12])
+    stat = _stat(pid)
+    return stat.utime + stat.stime
 
 
 def tpgid(pid: int) -> int:
     """The foreground process group of ``pid``'s terminal (field 8 of /proc/pid/stat)."""
-    return int(_stat_fields(pid)[5])
+    return _stat(pid).tpgid
 
 
 def cpu_seconds(pid: int) -> float:

@@ -26,17 +26,8 @@ import time
 from pathlib import Path
 
 from bench import procstat
-from bench.runner import (
-    REPO,
-    Daemon,
-    Gate,
-    ProbeLink,
-    Subscribers,
-    added,
-    observer_session,
-    pick_targets,
-    removed,
-)
+from bench.rig import REPO, Daemon, Gate, ProbeLink, observer_session, pick_targets
+from bench.runner import Subscribers, added, removed
 from bench.tmuxfarm import PANE_CMD, Bus, Farm
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.runner import Results
+from bench.rig import FLOOR_WRITES, Results
 from bench.stats import fmt_bytes, fmt_ms, fmt_ratio, median, p99
 
 MB = 1_000_000
@@ -556,9 +556,7 @@ def build_rows(res: Results) -> list[Row]:
                 )
             )
     activity_rows(res, heavy, add)
-    from bench import fanout  # (imports this module: not at the top)
-
-    rows += fanout.rows(res)
+    rows += fanout_rows(res)
     return rows
 
 
@@ -741,27 +739,32 @@ How it was measured (one run, one machine; every ratio compares numbers of the s
 
 
 def fanout_method() -> str:
-    from bench import fanout
-
-    return fanout.METHOD
+    return FANOUT_METHOD
 
 
 def render(res: Results) -> str:
+    """A run's results in Markdown: every figure (a results file), or the latency section of
+    one tmux version (``--section latency``, a section of one)."""
     rows = build_rows(res)
     f = res.facts
+    latency = f.get("section") == "latency"
     parts = [
-        "# tmuxlocd benchmark results",
+        f"## B3 and B7 on {f.get('tmux')}" if latency else "# tmuxlocd benchmark results",
         "",
         f"Date {f.get('date')}; {f.get('tmux')}; Python {f.get('python')}; "
         f"{f.get('cores')} cores; commit {f.get('commit', '?')}; sizes {f.get('sizes')} panes"
         + ("; **quick run** (few iterations, not for the record)" if f.get("quick") else "")
-        + ". Regenerate with `python -m bench`.",
+        + (
+            ". Regenerate with `python -m bench --section latency`."
+            if latency
+            else ". Regenerate with `python -m bench`."
+        ),
         "",
         "Load average (1 min) of the machine before/after each size: "
         + ", ".join(
-            f"{p} panes {v[0]:.1f}/{v[1]:.1f}"
+            f"{p} panes " + ", ".join(f"{a:.1f}/{b:.1f}" for a, b in loads)
             for p in f.get("sizes", [])
-            if (v := f.get(f"load average (1 min) before, after@{p}")) is not None
+            if (loads := f.get(f"load average (1 min) before, after@{p}"))
         )
         + " (other work on this 2-core machine shifts absolute numbers; ratios are taken"
         " between measurements interleaved in the same run).",
@@ -773,6 +776,8 @@ def render(res: Results) -> str:
     ]
     if res.misses:
         parts += ["Timed-out samples:", "", *[f"- {m}" for m in res.misses], ""]
+    if latency:
+        return "\n".join(parts + latency_notes(res))
     parts += [
         METHOD,
         fanout_method(),
@@ -786,3 +791,242 @@ def render(res: Results) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# B8, B4 at 1,000 subscribers, B9 (bench.fanout's measurements).
+
+
+def fanout_rows(res: Results) -> list[Row]:
+    """The goal rows of B8, B4 at 1,000 subscribers and B9."""
+    out: list[Row] = []
+    sizes: list[int] = res.facts.get("sizes", [])
+    for p in sizes:
+        counts = sorted(
+            int(name.split()[1])
+            for name in res.series
+            if name.endswith(" spread")
+            and name.startswith("B8 ")
+            and not name.startswith(("B8 floor ", "B8 split floor "))
+            and p in res.series[name]
+        )
+        base = res.facts.get(f"B8 cpu per event@{p}/{counts[0]}") if counts else None
+        for n in counts:
+            spread = res.get(f"B8 {n} spread", p)
+            first = res.get(f"B8 {n} first", p)
+            if not spread or n < 2:
+                continue
+            goal_ms = 1.0 if n <= 100 else 10.0
+            floors = {how: res.get(f"B8 floor {how} {n} spread", p) for how in FLOOR_WRITES}
+            # The fair floor: written on the split itself, while tmux still works on it.
+            on_split = res.get(f"B8 split floor {n} spread", p)
+            floor = on_split or floors["transport"]
+            out.append(
+                Row(
+                    "B8",
+                    f"an event at the last of {n} subscribers, after the first",
+                    str(p),
+                    fmt_ms(median(spread)),
+                    fmt_ms(p99(spread)),
+                    "; ".join(
+                        [f"first after the split's spawn {fmt_ms(median(first))}"]
+                        + (
+                            [
+                                "floor on the split (written on its %layout-change, tmux "
+                                + f"still busy) {fmt_ms(median(on_split))}"
+                            ]
+                            if on_split
+                            else []
+                        )
+                        + [
+                            f"floor ({how}) {fmt_ms(median(values))}, its writes "
+                            f"{fmt_ms(median(res.get(f'B8 floor {how} {n} loop', p) or [0.0]))}"
+                            for how, values in floors.items()
+                            if values
+                        ]
+                    ),
+                    # (A few streams may all be read in one wait: a spread of 0.)
+                    f"{median(spread) / median(floor):.2f}×" if floor and median(floor) else "",
+                    f"≤ {goal_ms:g} ms" if n in (100, 1000) else "",
+                    median(spread) * 1000 <= goal_ms if n in (100, 1000) else None,
+                )
+            )
+            cpu = res.facts.get(f"B8 cpu per event@{p}/{n}")
+            if cpu is not None and base is not None:
+                per = (cpu - base) / (n - counts[0])
+                out.append(
+                    Row(
+                        "B8",
+                        f"daemon CPU per event and subscriber ({n} subscribers)",
+                        str(p),
+                        f"{per * 1e6:.1f} µs",
+                        "",
+                        f"per event {fmt_ms(cpu)} with {n}, {fmt_ms(base)} with {counts[0]}",
+                        "",
+                        "",
+                        None,
+                    )
+                )
+    for p in sizes:
+        held_rss = res.facts.get(f"B4 RSS 1000@{p}")
+        if held_rss is not None and p == max(sizes):
+            held, rss = held_rss
+            before = res.facts.get(f"B4 RSS before the streams@{p}")
+            out.append(
+                Row(
+                    "B4",
+                    f"daemon RSS with {held} subscribers",
+                    str(p),
+                    fmt_bytes(rss),
+                    "",
+                    f"before them {fmt_bytes(before)}: {(rss - before) / held / 1024:.0f} KiB "
+                    "per stream"
+                    if before is not None and held
+                    else "",
+                    "",
+                    "≤ 120 MB" if held >= 1000 else "",
+                    rss <= 120 * MB if held >= 1000 else None,
+                )
+            )
+    for p in sizes:
+        storm = res.facts.get(f"B9@{p}")
+        if storm is None:
+            continue
+        last = storm.get("last_snapshot")
+        took = last - storm["t_spawn"] if last is not None else float("inf")
+        refused = sum(storm.get("statuses", {}).values())
+        ok = storm["resumed"] == storm["streams"] and refused == 0
+        # The storm in two parts: the new daemon's start, then delivering the snapshots from
+        # its first accepted reconnect; the floor delivers the same bytes with nothing else.
+        alone = res.facts.get(f"B9 floor@{p}")
+        first = storm.get("first_reopen")
+        serving = last - first if last is not None and first is not None else None
+        parts = []
+        if serving is not None:
+            parts.append(f"snapshots delivered in {fmt_ms(serving)} from the first reconnect")
+        if alone is not None:
+            each = fmt_bytes(alone["bytes"] / max(alone["streams"], 1))
+            parts.append(
+                f"floor (a process that only writes {alone['streams']} snapshots of "
+                f"{each}) {fmt_ms(alone['seconds'])}, "
+                f"its readers' CPU {alone['cpu']:.2f} s; an interpreter with asyncio alone "
+                f"starts in {fmt_ms(alone['start'])}"
+            )
+        ratio = (
+            f"{serving / alone['seconds']:.2f}×"
+            if serving is not None and alone is not None and alone["seconds"] > 0
+            else ""
+        )
+        out.append(
+            Row(
+                "B9",
+                f"restart under {storm['streams']} Last-Event-ID subscribers → the last "
+                "one's snapshot",
+                str(p),
+                fmt_ms(took) if last is not None else "never",
+                "",
+                f"{storm['resumed']} of {storm['streams']} resumed, {refused} refused; "
+                f"from the old one's stop {fmt_ms(last - storm['t_stop']) if last else '—'}, "
+                f"new one ready {fmt_ms(storm['t_ready'] - storm['t_spawn'])}"
+                + (
+                    f"; CPU: daemon {storm['daemon_cpu']:.2f} s, subscribers' reading "
+                    f"{storm['cpu']:.2f} s (2 cores)"
+                    if "daemon_cpu" in storm and "cpu" in storm
+                    else ""
+                )
+                + "".join(f"; {part}" for part in parts),
+                ratio,
+                "all, ≤ 2 s",
+                ok and took <= 2.0,
+            )
+        )
+    return out
+
+
+FANOUT_METHOD = """\\
+- B8/B4/B9 (`bench.fanout`): the subscribers are held by `bench.fanout_probe`, one process with
+  raw non-blocking sockets under one epoll, each stream's bytes stamped with the time the wait
+  that reported them returned (an upper bound of the arrival).  Every read goes into one
+  preallocated buffer: before 2026-12-02 each was a `recv(1 MiB)`, for which glibc maps and unmaps
+  a fresh block (about 20 µs a read, against 2.6 µs), so the probe's own reading of 100 or 1,000
+  streams made up most of the spreads it reported, the floor's included.  B8: `split-window -d`
+  (subprocess) in the observer's session, then `kill-pane`, 60 ms of quiet before each; the spread
+  is the last subscriber's `pane.added` less the first's, in the same sample.  Its floor:
+  `bench.fanout_floor`, an asyncio process that only writes, to the same number of streams held by
+  the same probe, one chunk of the bytes a split wrote to each stream at that size (the median),
+  by `transport.write` and by `os.write`; "its writes" is the floor's own loop over the streams.
+  That floor writes on a FIFO's word, on a quiet machine; the daemon writes while tmux is still
+  busy with the split (the new pane's fork, the split's own client, its other clients), on the
+  same 2 cores.  So since 2026-12-02 the ratio is taken against the floor on the split: after
+  every other row of the size, with the daemon stopped, `bench.fanout_floor --control-argv` writes
+  the same bytes to the same number of streams as soon as its own control client (attached to the
+  observer's session, as the daemon's is) reads the split's `%layout-change`, for the same splits
+  and kills.  The same run with 100 streams and B3's `run-shell -b` hook set gives B3's floor row:
+  the last of the 100 streams less a bare control client's `%layout-change`, both stamped by the
+  probe in the same sample. CPU per event and subscriber: the daemon's CPU per event line with N
+  subscribers less that with 1, over N - 1.  B4: RSS with every stream connected and idle.  B9:
+  SIGTERM to the daemon, a new one started at once; every stream that ends reconnects with its
+  `Last-Event-ID` (retrying while nothing listens); the time is from the new process's spawn to
+  the last stream's snapshot of the new instance, with the CPU the new daemon and the probe
+  (reading every snapshot) used.  The daemon starts from its bytecode, as an installed one does
+  (with `PYTHONDONTWRITEBYTECODE`, as on this machine, each start compiled its modules anew).  The
+  probe scans each chunk for line ends where it was read and keeps only each line's first 200
+  bytes: before 2026-12-02 it copied each snapshot byte about five times, and at 1,000 panes its
+  reading (1.4 to 1.9 s of CPU) outweighed the daemon's writing.  Its floor: `bench.fanout_floor
+  --snapshot-bytes`, which answers every connection with a line of the daemon's snapshot size and
+  does nothing else, the same number of streams connecting at once under the same probe; the ratio
+  is the daemon's delivery (from its first accepted reconnect to the last snapshot) over the
+  floor's.
+"""
+
+
+def plan_many(res: Results, panes: int) -> int:
+    """The largest number of subscribers B3 was measured with at ``panes``."""
+    counts = {int(k.split()[2]) for k in res.series if k.startswith("B3 attached ")}
+    return max((c for c in counts if res.get(f"B3 attached {c} last", panes)), default=1)
+
+
+def latency_notes(res: Results) -> list[str]:
+    """What the latency section (``--section latency``) says below its goal rows: the B3
+    samples behind them, and tmux alone on the hook path and a query-based path."""
+    b3 = []
+    for p in res.facts.get("sizes", []):
+        for where, alt in (("attached", "cm"), ("other", "hook")):
+            for count in sorted({1, plan_many(res, p)}):
+                key, metric = str(count), "last" if count > 1 else "first"
+                mine = res.get(f"B3 {where} {key} {metric}", p)
+                other = res.get(f"B3 {where} {key} {alt}", p)
+                if mine and other:
+                    b3.append(
+                        f"{where} {p} ({key} subscriber(s)): n={len(mine)}, daemon "
+                        f"{fmt_ms(median(mine))}, alternative {fmt_ms(median(other))}"
+                    )
+    parts = ["Samples: " + "; ".join(b3) + ".", ""]
+    floors = []
+    for p in res.facts.get("sizes", []):
+        lc = res.get("B3 floor layout-change", p)
+        answered = res.get("B3 floor query answered", p)
+        if lc and answered:
+            gaps = [b - a for a, b in zip(lc, answered, strict=True)]
+            floors.append(f"{p} panes +{fmt_ms(median(gaps))} (n={len(gaps)})")
+    hooks = []
+    for p in res.facts.get("sizes", []):
+        gaps = hook_gaps(res, p)
+        if gaps:
+            hooks.append(f"{p} panes {median(gaps) * 1000:+.2f} ms (n={len(gaps)})")
+    if hooks:
+        parts += [
+            "tmux alone, before the daemon starts: the daemon's own hooks hand a split's rows "
+            "to a bare control client attached to its session (3.4+: their `%message` on it) "
+            "after its `%layout-change` by: " + "; ".join(hooks) + ".",
+            "",
+        ]
+    if floors:
+        parts += [
+            "tmux alone, before the daemon starts: a bare control client's `list-panes -t @W` "
+            "(the daemon's window query), sent as it reads the split's `%layout-change`, is "
+            "answered after that `%layout-change` by: " + "; ".join(floors) + ". A path that "
+            "needs a query (tmux 3.3, the observer's session) cannot beat this.",
+            "",
+        ]
+    return parts

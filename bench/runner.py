@@ -9,23 +9,38 @@ memory and CPU are measured from here.
 from __future__ import annotations
 
 import asyncio
-import compileall
 import contextlib
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench import activity, procstat
 from bench.fanout_proc import ProbeProc
 from bench.httpclient import StreamRecorder, open_stream
+from bench.rig import (
+    B3_HOOK,
+    EVENTS,
+    REPO,
+    SELF_FORMAT,
+    Daemon,
+    FifoReader,
+    Floor,
+    Gate,
+    ProbeLink,
+    Results,
+    Tap,
+    Targets,
+    log,
+    machine_facts,
+    observer_session,
+    pick_targets,
+    sched_per_change,
+)
 from bench.tmux_costs import command_costs
 from bench.tmuxfarm import (
     LOCATION_FIELDS,
@@ -34,34 +49,6 @@ from bench.tmuxfarm import (
     ControlPeer,
     Farm,
     attach_control,
-    clean_env,
-)
-
-REPO = Path(__file__).resolve().parent.parent
-EVENTS = "/v1/events?format=ndjson"  # every subscriber's stream: the whole server
-
-# The fields of a Location (SPEC §3), as one display-message / one libtmux read gets them.
-SELF_FORMAT = "\t".join(
-    f"#{{{f}}}"
-    for f in (
-        "session_id",
-        "session_name",
-        "window_id",
-        "window_index",
-        "window_name",
-        "window_active",
-        "window_zoomed_flag",
-        "window_layout",
-        "pane_id",
-        "pane_index",
-        "pane_active",
-        "pane_tty",
-        "pane_pid",
-        "pane_left",
-        "pane_top",
-        "pane_width",
-        "pane_height",
-    )
 )
 
 
@@ -134,329 +121,6 @@ class Plan:
         return self.prop_n.get(panes, 5)
 
 
-@dataclass
-class Results:
-    """Everything measured: named series per pane count, and single facts."""
-
-    series: dict[str, dict[int, list[float]]] = field(default_factory=dict)
-    facts: dict[str, Any] = field(default_factory=dict)
-    misses: list[str] = field(default_factory=list)
-
-    def add(self, name: str, panes: int, values: list[float]) -> None:
-        self.series.setdefault(name, {}).setdefault(panes, []).extend(values)
-
-    def get(self, name: str, panes: int) -> list[float]:
-        return self.series.get(name, {}).get(panes, [])
-
-
-def log(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------------------- building blocks
-
-
-class Gate:
-    """Counts outstanding hits; set when every armed tap has seen its line."""
-
-    def __init__(self) -> None:
-        self.left = 0
-        self.event = asyncio.Event()
-
-    def add(self) -> None:
-        self.left += 1
-        self.event.clear()
-
-    def done_one(self) -> None:
-        self.left -= 1
-        if self.left <= 0:
-            self.event.set()
-
-    async def wait(self, timeout: float) -> bool:
-        if self.left <= 0:
-            return True
-        try:
-            await asyncio.wait_for(self.event.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
-
-
-class Tap:
-    """Watches one line source for the first line matching a predicate, and when it came.
-
-    The check runs in the source's data callback, so waiting for 100 subscribers costs one
-    predicate call per line, not a scan of everything on every wake-up."""
-
-    def __init__(self) -> None:
-        self.pred: Callable[[bytes], bool] | None = None
-        self.hit: float | None = None
-        self.gate: Gate | None = None
-
-    def arm(self, pred: Callable[[bytes], bool], gate: Gate) -> None:
-        self.pred, self.hit, self.gate = pred, None, gate
-        gate.add()
-
-    def disarm(self) -> None:
-        self.pred = None
-
-    def see(self, t: float, line: bytes) -> None:
-        if self.pred is not None and self.pred(line):
-            self.pred = None
-            self.hit = t
-            assert self.gate is not None
-            self.gate.done_one()
-
-
-class FifoReader:
-    """The read end of a FIFO that a ``run-shell -b`` hook writes to."""
-
-    def __init__(self, path: Path, bus: Bus, on_line: Callable[[float, bytes], None]) -> None:
-        os.mkfifo(path)
-        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        # Our own write end keeps the FIFO from reporting EOF between hook jobs.
-        self.keep = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-        self.bus, self.on_line = bus, on_line
-        self.count = 0
-        asyncio.get_running_loop().add_reader(self.fd, self._read)
-
-    def _read(self) -> None:
-        now = time.perf_counter()
-        try:
-            data = os.read(self.fd, 65536)
-        except BlockingIOError:
-            return
-        for line in data.splitlines():
-            self.count += 1
-            self.on_line(now, line)
-        self.bus.notify()
-
-    def close(self) -> None:
-        asyncio.get_running_loop().remove_reader(self.fd)
-        os.close(self.fd)
-        os.close(self.keep)
-
-
-class ProbeLink:
-    """The control connection to ``bench.client_probe`` running in a pane."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.hello: dict[str, Any] = {}
-        self._conn: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._server: asyncio.Server | None = None
-
-    async def listen(self) -> None:
-        async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            if not self._conn.done():
-                self._conn.set_result((r, w))
-
-        self._server = await asyncio.start_unix_server(on_conn, self.path, limit=64 << 20)
-
-    async def connected(self, timeout: float) -> None:
-        reader, _ = await asyncio.wait_for(asyncio.shield(self._conn), timeout)
-        self.hello = json.loads(await asyncio.wait_for(reader.readline(), timeout))
-
-    async def job(self, kind: str, timeout: float = 600.0, **args: Any) -> dict[str, Any]:
-        reader, writer = await self._conn
-        writer.write(json.dumps({"kind": kind, **args}).encode() + b"\n")
-        line = await asyncio.wait_for(reader.readline(), timeout)
-        if not line:
-            raise RuntimeError("the probe went away")
-        result: dict[str, Any] = json.loads(line)
-        if not result.get("ok"):
-            raise RuntimeError(f"probe job {kind} failed:\n{result.get('error')}")
-        return result
-
-    async def close(self) -> None:
-        if self._conn.done():
-            _, writer = self._conn.result()
-            writer.close()
-        if self._server is not None:
-            self._server.close()
-
-
-def compile_package() -> None:
-    """The bytecode of the daemon's own modules, written next to them (checked by mtime, so
-    cheap after the first call).  An installed daemon starts from its bytecode, and a checkout
-    does from its second start on, unless ``PYTHONDONTWRITEBYTECODE`` is set: then every start
-    compiles each module from source again, which no restart of an installed daemon pays
-    (a start at 1,000 panes, until ready: 0.54 to 0.63 s without the bytecode, 0.45 s with)."""
-    compileall.compile_dir(str(REPO / "tmuxlocd"), quiet=1)
-
-
-class Daemon:
-    """``python -m tmuxlocd serve`` on one private server, as its own process."""
-
-    def __init__(self, farm: Farm, extra_args: tuple[str, ...] = ()) -> None:
-        self.farm = farm
-        self.extra_args = extra_args
-        self.socket = str(farm.dir / "d" / "d.sock")
-        self.log_path = farm.dir / "daemon.log"
-        self.proc: asyncio.subprocess.Process | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    async def start(self, timeout: float = 120.0) -> None:
-        compile_package()
-        errlog = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "tmuxlocd",
-                "serve",
-                "-S",
-                self.farm.socket,
-                "--listen",
-                f"unix:{self.socket}",
-                *self.extra_args,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errlog,
-                env=clean_env(),
-                cwd=str(REPO),
-            )
-        finally:
-            os.close(errlog)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.returncode is not None:
-                raise RuntimeError(f"the daemon exited ({self.proc.returncode}):\n{self.tail()}")
-            with contextlib.suppress(OSError, ValueError, asyncio.IncompleteReadError):
-                health = await http_json(self.socket, "/v1/health")
-                servers = health.get("servers", [])
-                if (
-                    servers
-                    and servers[0].get("observer") == "attached"
-                    and servers[0].get("panes") == self.farm.total
-                ):
-                    return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the daemon did not get ready:\n{self.tail()}")
-            await asyncio.sleep(0.05)
-
-    def tail(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
-
-    def cpu(self) -> tuple[float, float]:
-        return procstat.tree_cpu_seconds(self.pid)
-
-    async def stop(self) -> None:
-        if self.proc is None or self.proc.returncode is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(self.proc.wait(), 10)
-        except TimeoutError:
-            self.proc.kill()
-            await self.proc.wait()
-
-
-class Floor:
-    """``bench.floor_app``: the minimal aiohttp app with a body of the daemon's size."""
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def __init__(self, directory: Path, size: int) -> None:
-        self.socket = str(directory / "floor.sock")
-        self.size = size
-        self.proc: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.floor_app",
-            "--path",
-            self.socket,
-            "--size",
-            str(self.size),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            env=clean_env(),
-            cwd=str(REPO),
-        )
-        assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 30)
-        if line.strip() != b"ready":
-            raise RuntimeError("the floor app did not start")
-
-    async def stop(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(self.proc.wait(), 10)
-            except TimeoutError:
-                self.proc.kill()
-                await self.proc.wait()
-
-
-async def http_json(socket_path: str, target: str, method: str = "GET") -> Any:
-    """One request on a fresh connection, for control of the run (not measured)."""
-    reader, writer = await asyncio.open_unix_connection(socket_path)
-    try:
-        writer.write(
-            f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-            "Content-Length: 0\r\n\r\n".encode()
-        )
-        raw = await asyncio.wait_for(reader.read(), 30)
-    finally:
-        writer.close()
-    head, _, body = raw.partition(b"\r\n\r\n")
-    if b" 200 " not in head.split(b"\r\n")[0]:
-        raise ValueError(head.split(b"\r\n")[0].decode())
-    return json.loads(body)
-
-
-def observer_session(farm: Farm, daemon: Daemon) -> str:
-    """The session the daemon's control client is attached to."""
-    mine = set(procstat.descendants(daemon.pid))
-    out = farm.run("list-clients", "-F", "#{client_control_mode} #{client_pid} #{session_id}")
-    for line in out.splitlines():
-        mode, pid, sid = line.split(" ", 2)
-        if mode == "1" and int(pid) in mine:
-            return sid
-    raise RuntimeError(f"no control client of the daemon in list-clients:\n{out}")
-
-
-@dataclass
-class Targets:
-    """Where splits happen: a pane in the observer's session, and one in another session."""
-
-    attached_pane: str
-    attached_window: str
-    attached_session: str
-    other_pane: str
-    other_window: str
-    other_session: str
-
-
-def pick_targets(farm: Farm, attached_session: str) -> Targets:
-    panes = [p for p in farm.panes() if p["window_name"] != "probe"]
-    att = next(p for p in panes if p["session_id"] == attached_session)
-    oth = next(p for p in panes if p["session_id"] != attached_session)
-    return Targets(
-        att["pane_id"],
-        att["window_id"],
-        att["session_id"],
-        oth["pane_id"],
-        oth["window_id"],
-        oth["session_id"],
-    )
-
-
 class Subscribers:
     """N NDJSON ``/v1/events`` streams, each with its own tap."""
 
@@ -499,10 +163,6 @@ def added(line: bytes) -> bool:
 
 def removed(line: bytes) -> bool:
     return b'"pane.removed"' in line
-
-
-# B3's alternative in other sessions: a `run-shell -b` hook at a private index of this one.
-B3_HOOK = "window-layout-changed[9]"
 
 
 @contextlib.contextmanager
@@ -615,14 +275,20 @@ async def split_off(farm: Farm, pane: str) -> str:
 
 async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Results) -> None:
     """tmux alone, no daemon: the daemon's own hooks (``mirror.install_hooks``) and, on tmux
-    3.3, its own waiter client (``ServerObserver.waiter_argv``), for a bare control client
+    3.3, its own waiter client (``tmuxlocd.core.attach.waiter_argv``), for a bare control client
     attached to the split's session.  Per split: when that client reads the
     ``%layout-change``, and when the hook's rows arrive (3.3: the waiter's round; 3.4+: the
     ``%message`` on the same client).  What the daemon does with the rows comes after this.
     """
-    from tmuxlocd.hub import Hub
-    from tmuxlocd.mirror import MESSAGE_PREFIX, install_hooks, remove_hooks, uses_message_hooks
-    from tmuxlocd.observer import WAITER_CHAIN, WAITER_MARK, ServerObserver
+    from tmuxlocd.core import spelling
+    from tmuxlocd.core.attach import WAITER_CHAIN, WAITER_MARK, channel, waiter_argv
+    from tmuxlocd.core.mirror import (
+        MESSAGE_PREFIX,
+        ServerMirror,
+        install_hooks,
+        remove_hooks,
+        uses_message_hooks,
+    )
 
     peer = await attach_control(farm, targets.attached_session, "no-output,ignore-size", bus)
     # tmux 3.3 may answer a new control client's commands before its attach completes, with
@@ -632,8 +298,7 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
         lambda: any(line.startswith(b"%session-changed ") for _, line in peer.lines), 5.0
     ):
         raise RuntimeError("the control client's attach did not complete")
-    observer = ServerObserver(Hub(), farm.socket, tmux=farm.tmux, hooks=True)
-    mirror = observer.mirror
+    mirror = ServerMirror(farm.socket)
     mirror.client_name = (await peer.command("display-message -p '#{client_name}'"))[0].decode()
     if not mirror.client_name:
         raise RuntimeError("tmux named no client_name for the attached control client")
@@ -657,7 +322,9 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
 
     async def spawn_waiter() -> None:
         proc = await asyncio.create_subprocess_exec(
-            *observer.waiter_argv(),
+            *waiter_argv(
+                farm.tmux, farm.socket, spelling.PLAIN, channel(os.getuid()), mirror.client_name
+            ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -680,7 +347,7 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
 
     lc: list[float] = []
     came: list[float] = []
-    for argv in install_hooks(mirror, observer.channel):
+    for argv in install_hooks(mirror, channel(os.getuid())):
         farm.run(*argv)
     try:
         for _ in range(n):
@@ -711,7 +378,7 @@ async def hook_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Result
         for proc, reader, _ in waiters:
             if proc.returncode is None:
                 # Its next round finds the control client gone, which ends its command list.
-                farm.run("wait-for", "-S", observer.channel, check=False)
+                farm.run("wait-for", "-S", channel(os.getuid()), check=False)
                 try:
                     await asyncio.wait_for(proc.wait(), 5)
                 except TimeoutError:
@@ -790,19 +457,6 @@ async def propagation_rows(
         await cm.close()
 
 
-def sched_per_change(
-    res: Results, name: str, panes: int, pid: int, before: tuple[float, float], n: int
-) -> None:
-    """``pid``'s time on a CPU and runnable but waiting for one since ``before``, per change
-    of ``n`` splits and their kills (``{name} on-cpu``, ``{name} runnable``).  With the
-    latency beside it this says what a change's delay was made of on this machine: the
-    process's own work, or its turn on a CPU while tmux and the readers had theirs."""
-    run, wait = procstat.sched_seconds(pid)
-    changes = 2 * n
-    res.add(f"{name} on-cpu", panes, [(run - before[0]) / changes])
-    res.add(f"{name} runnable", panes, [(wait - before[1]) / changes])
-
-
 async def split_cost(
     farm: Farm,
     driver: ControlPeer,
@@ -870,7 +524,7 @@ async def costs_without_daemon(
     """What tmux spends alone, before any daemon runs: its idle CPU (B5's base), a split in
     the attached and in another session (B7's base) and one full listing of the location
     fields and of the daemon's own (B7's yardstick).  Figures of rounds of one size add up."""
-    from tmuxlocd.model import PANE_FORMAT
+    from tmuxlocd.core.model import PANE_FORMAT
 
     panes = farm.total
     base = await idle_cpu(farm, None, plan.idle_s)
@@ -894,23 +548,251 @@ async def costs_without_daemon(
         await driver.close()
 
 
-async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str) -> None:
+async def identity_rows(
+    farm: Farm,
+    probe: ProbeLink,
+    daemon: Daemon,
+    panes: int,
+    plan: Plan,
+    res: Results,
+    tmux: str,
+    probe_pane: str,
+) -> Floor:
+    """B6, B1 and B2, asked by the probe in its pane, the floor app beside the daemon (the
+    floor is returned running: B4 asks it again)."""
+    # What the probe's pane looks like to the daemon, and the bytes a model reads (B6).
+    me = await probe.job("fetch", socket=daemon.socket, path="/v1/self")
+    body = json.loads(me["body"])
+    if not body.get("inside_tmux"):
+        raise RuntimeError(f"/v1/self from the probe's pane says: {me['body']}")
+    self_size = me["length"]
+    res.facts[f"B1 self body bytes@{panes}"] = self_size
+    text = await probe.job("fetch", socket=daemon.socket, path="/v1/self?format=text")
+    res.facts[f"B6 self text@{panes}"] = text["length"]
+    res.facts[f"B6 self text body@{panes}"] = text["body"]
+    summary = await probe.job(
+        "fetch", socket=daemon.socket, path="/v1/panes?window=self&detail=summary"
+    )
+    res.facts[f"B6 summary@{panes}"] = summary["length"]
+    res.facts[f"B6 summary panes@{panes}"] = len(json.loads(summary["body"])["panes"])
+    rows = await asyncio.to_thread(farm.dump_json_rows, LOCATION_FIELDS)
+    res.facts[f"B6 dump location fields@{panes}"] = len(json.dumps(rows).encode())
+    from libtmux.neo import get_output_format
+
+    lib_fields, _ = get_output_format("list-panes", farm.run("-V").split()[-1])
+    rows = await asyncio.to_thread(farm.dump_json_rows, lib_fields)
+    rows = [{k: v for k, v in row.items() if v} for row in rows]
+    res.facts[f"B6 dump libtmux fields@{panes}"] = len(json.dumps(rows).encode())
+    res.facts["B6 libtmux field count"] = len(lib_fields)
+
+    floor = Floor(farm.dir, self_size)
+    await floor.start()
+
+    # B1: keep-alive latency, the daemon and the floor app round robin, two at a time: with
+    # a third target on the daemon in the same rotation (its /v1/panes/N), the daemon
+    # answered two requests of every three and met each /v1/self still busy from the one
+    # before, while the floor app had slept through two gaps; that measured the daemon at
+    # 0.87-0.93x its floor where a pair measures 1.07-1.13x.
+    pane_num = probe_pane.lstrip("%")
+    log(f"{panes} panes: B1 latency")
+    self_and_floor = [
+        {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+        {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+    ]
+    # A round first, not counted: the first requests of new connections to a process that
+    # was just started (the floor app) measured slower than later ones.
+    await probe.job(
+        "latency", n=plan.warm_n, warmup=0, gap_s=plan.latency_gap_s, targets=self_and_floor
+    )
+    lat = await probe.job(
+        "latency",
+        n=plan.latency_n,
+        warmup=50,
+        gap_s=plan.latency_gap_s,
+        targets=self_and_floor,
+    )
+    for name, values in lat["samples"].items():
+        res.add(f"B1 keepalive {name}", panes, values)
+    lat = await probe.job(
+        "latency",
+        n=plan.latency_n,
+        warmup=50,
+        gap_s=plan.latency_gap_s,
+        targets=[
+            {"name": "pane", "socket": daemon.socket, "path": f"/v1/panes/{pane_num}"},
+            {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+        ],
+    )
+    res.add("B1 keepalive pane", panes, lat["samples"]["pane"])
+    res.add("B1 keepalive pane floor", panes, lat["samples"]["floor"])
+    b2b = await probe.job(
+        "latency",
+        n=plan.b2b_n,
+        warmup=50,
+        gap_s=0.0,
+        targets=[
+            {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+            {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+        ],
+    )
+    for name, values in b2b["samples"].items():
+        res.add(f"B1 back-to-back {name}", panes, values)
+    curl = await probe.job(
+        "curl",
+        n=plan.curl_n,
+        warmup=2,
+        targets=[
+            {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
+            {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
+        ],
+    )
+    for name, values in curl["samples"].items():
+        res.add(f"B1 curl {name}", panes, values)
+    alts = await probe.job(
+        "alternatives",
+        n=plan.alts(panes),
+        warmup=1,
+        tmux=tmux,
+        server=farm.socket,
+        pane=probe_pane,
+        fmt=SELF_FORMAT,
+    )
+    for name, values in alts["samples"].items():
+        res.add(f"B1 {name}", panes, values)
+
+    # B2: throughput, 1 and 8 connections, and the server's CPU per request (less
+    # sensitive than the rate to whatever else the machine is doing).
+    log(f"{panes} panes: B2 throughput")
+    servers = {"self": (daemon.socket, daemon.pid), "floor": (floor.socket, floor.pid)}
+    for conns in (1, 8):
+        for rnd in range(plan.tput_rounds):
+            order = ["self", "floor"] if rnd % 2 == 0 else ["floor", "self"]
+            for name in order:
+                sock, pid = servers[name]
+                c0 = procstat.cpu_seconds(pid)
+                tput = await probe.job(
+                    "throughput",
+                    conns=conns,
+                    duration=plan.tput_s,
+                    socket=sock,
+                    path="/v1/self",
+                )
+                cpu = procstat.cpu_seconds(pid) - c0
+                res.add(f"B2 {conns} {name}", panes, [tput["count"] / tput["elapsed"]])
+                res.add(f"B2 cpu {conns} {name}", panes, [cpu / tput["count"]])
+    return floor
+
+
+BUILT = Path.home() / ".cache" / "tmuxlocd" / "tmux"
+
+
+def built_tmux(version: str) -> str:
+    """The binary ``.ci/build-tmux`` made for ``version``."""
+    path = BUILT / version / "bin" / "tmux"
+    if not os.access(path, os.X_OK):
+        raise SystemExit(f"bench: no tmux {version} at {path} (build it with .ci/build-tmux)")
+    return str(path)
+
+
+def tmux_version(tmux: str) -> str:
+    out = subprocess.run([tmux, "-V"], capture_output=True, text=True, check=True).stdout
+    return out.strip()
+
+
+@contextlib.contextmanager
+def tmux_first_on_path(tmux: str) -> Iterator[None]:
+    """The daemon runs the tmux it finds on PATH: put this one first while it is measured."""
+    before = os.environ.get("PATH", os.defpath)
+    os.environ["PATH"] = str(Path(tmux).resolve().parent) + os.pathsep + before
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = before
+
+
+async def query_floor(farm: Farm, bus: Bus, targets: Targets, n: int, res: Results) -> None:
+    """tmux alone, no daemon: a bare control client attached to the split's session sends
+    the daemon's window query (``list-panes -t @W`` with its row format) the moment it reads
+    the ``%layout-change``, as the daemon does on tmux 3.3.  tmux answers it only once it has
+    finished the splitting command, so this is the least a query-based path can add over
+    the ``%layout-change`` alternative."""
+    from tmuxlocd.core.model import PANE_WINDOW_FORMAT
+    from tmuxlocd.core.protocol import command
+
+    peer = await attach_control(
+        farm, targets.attached_session, "no-output,ignore-size,read-only", bus
+    )
+    argv = ("list-panes", "-t", targets.attached_window, "-F", PANE_WINDOW_FORMAT)
+    query = command(*argv).decode().rstrip("\n")
+    start = b"%layout-change " + targets.attached_window.encode() + b" "
+    lc: list[float] = []
+    answered: list[float] = []
+    seen: list[float] = []  # this sample's %layout-change
+    replies: list[asyncio.Task[list[bytes]]] = []  # and the query sent on it
+
+    def on_line(t: float, line: bytes) -> None:
+        if not seen and line.startswith(start):
+            seen.append(t)
+            replies.append(asyncio.ensure_future(peer.command(query)))
+
+    peer.on_line = on_line
+    try:
+        for _ in range(n):
+            await bus.quiet(0.06)
+            seen.clear()
+            replies.clear()
+            t0 = time.perf_counter()
+            new = await split_off(farm, targets.attached_pane)
+            if await bus.wait_for(lambda: bool(replies), 5.0):
+                await replies[0]
+                lc.append(seen[0] - t0)
+                answered.append(time.perf_counter() - t0)
+            await farm.arun("kill-pane", "-t", new)
+    finally:
+        peer.on_line = None
+        await peer.close()
+    res.add("B3 floor layout-change", farm.total, lc)
+    res.add("B3 floor query answered", farm.total, answered)
+
+
+# The sections a run measures: every figure (the default), or only what differs by tmux
+# version (B3 with one subscriber and many, B7, B5's idle intervals B7's correction needs,
+# and the floor of a query-based path), for a given tmux binary.
+SECTIONS = ("all", "latency")
+
+
+async def run_size(
+    panes: int,
+    plan: Plan,
+    res: Results,
+    heavy: bool,
+    tmux: str,
+    section: str = "all",
+) -> None:
+    """One fresh server of ``panes`` panes and a daemon on it: the figures of ``section``.
+    ``heavy`` (the largest size) adds those measured once: B4, B5, B7, activity."""
+    everything = section == "all"
     log(f"{panes} panes: building the tmux server")
     farm = Farm(tmux, panes)
     bus = Bus()
     probe = ProbeLink(str(farm.dir / "ctl.sock"))
-    await probe.listen()
     daemon: Daemon | None = None
     floor: Floor | None = None
     subs = Subscribers(bus)
     held = ProbeProc()  # B3's many subscribers, and B4's
     try:
-        await asyncio.to_thread(
-            farm.build, [sys.executable, "-m", "bench.client_probe", probe.path], str(REPO)
-        )
-        await probe.connected(60)
-        probe_pane = str(probe.hello["pane"])
-        log(f"{panes} panes: probe in {probe_pane} on {probe.hello['tty']}")
+        probe_pane = ""
+        if everything:
+            # The identity rows' client runs in a pane: /v1/self knows it by its tty.
+            await probe.listen()
+            await asyncio.to_thread(
+                farm.build, [sys.executable, "-m", "bench.client_probe", probe.path], str(REPO)
+            )
+            await probe.connected(60)
+            probe_pane = str(probe.hello["pane"])
+            log(f"{panes} panes: probe in {probe_pane} on {probe.hello['tty']}")
+        else:
+            await asyncio.to_thread(farm.build, list(PANE_CMD), str(REPO))
 
         # Planned split targets (the observer attaches to the lowest session id when no
         # client is attached; checked below once the daemon runs).
@@ -918,6 +800,9 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         if heavy:
             log(f"{panes} panes: idle tmux server and split cost without the daemon")
             await costs_without_daemon(farm, bus, first_targets, plan, res)
+        if not everything:
+            log(f"{panes} panes: a query-based path's floor (tmux alone)")
+            await query_floor(farm, bus, first_targets, plan.props(panes), res)
 
         log(f"{panes} panes: the daemon's hooks alone (B3's floor of the hook path)")
         await hook_floor(farm, bus, first_targets, plan.props(panes), res)
@@ -930,127 +815,8 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         attached = observer_session(farm, daemon)
         targets = pick_targets(farm, attached)
         res.facts[f"RSS no subscribers@{panes}"] = procstat.rss_bytes(daemon.pid)
-
-        # What the probe's pane looks like to the daemon, and the bytes a model reads (B6).
-        me = await probe.job("fetch", socket=daemon.socket, path="/v1/self")
-        body = json.loads(me["body"])
-        if not body.get("inside_tmux"):
-            raise RuntimeError(f"/v1/self from the probe's pane says: {me['body']}")
-        self_size = me["length"]
-        res.facts[f"B1 self body bytes@{panes}"] = self_size
-        text = await probe.job("fetch", socket=daemon.socket, path="/v1/self?format=text")
-        res.facts[f"B6 self text@{panes}"] = text["length"]
-        res.facts[f"B6 self text body@{panes}"] = text["body"]
-        summary = await probe.job(
-            "fetch", socket=daemon.socket, path="/v1/panes?window=self&detail=summary"
-        )
-        res.facts[f"B6 summary@{panes}"] = summary["length"]
-        res.facts[f"B6 summary panes@{panes}"] = len(json.loads(summary["body"])["panes"])
-        rows = await asyncio.to_thread(farm.dump_json_rows, LOCATION_FIELDS)
-        res.facts[f"B6 dump location fields@{panes}"] = len(json.dumps(rows).encode())
-        from libtmux.neo import get_output_format
-
-        lib_fields, _ = get_output_format("list-panes", farm.run("-V").split()[-1])
-        rows = await asyncio.to_thread(farm.dump_json_rows, lib_fields)
-        rows = [{k: v for k, v in row.items() if v} for row in rows]
-        res.facts[f"B6 dump libtmux fields@{panes}"] = len(json.dumps(rows).encode())
-        res.facts["B6 libtmux field count"] = len(lib_fields)
-
-        floor = Floor(farm.dir, self_size)
-        await floor.start()
-
-        # B1: keep-alive latency, the daemon and the floor app round robin, two at a time: with
-        # a third target on the daemon in the same rotation (its /v1/panes/N), the daemon
-        # answered two requests of every three and met each /v1/self still busy from the one
-        # before, while the floor app had slept through two gaps; that measured the daemon at
-        # 0.87-0.93x its floor where a pair measures 1.07-1.13x.
-        pane_num = probe_pane.lstrip("%")
-        log(f"{panes} panes: B1 latency")
-        self_and_floor = [
-            {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
-            {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-        ]
-        # A round first, not counted: the first requests of new connections to a process that
-        # was just started (the floor app) measured slower than later ones.
-        await probe.job(
-            "latency", n=plan.warm_n, warmup=0, gap_s=plan.latency_gap_s, targets=self_and_floor
-        )
-        lat = await probe.job(
-            "latency",
-            n=plan.latency_n,
-            warmup=50,
-            gap_s=plan.latency_gap_s,
-            targets=self_and_floor,
-        )
-        for name, values in lat["samples"].items():
-            res.add(f"B1 keepalive {name}", panes, values)
-        lat = await probe.job(
-            "latency",
-            n=plan.latency_n,
-            warmup=50,
-            gap_s=plan.latency_gap_s,
-            targets=[
-                {"name": "pane", "socket": daemon.socket, "path": f"/v1/panes/{pane_num}"},
-                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-            ],
-        )
-        res.add("B1 keepalive pane", panes, lat["samples"]["pane"])
-        res.add("B1 keepalive pane floor", panes, lat["samples"]["floor"])
-        b2b = await probe.job(
-            "latency",
-            n=plan.b2b_n,
-            warmup=50,
-            gap_s=0.0,
-            targets=[
-                {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
-                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-            ],
-        )
-        for name, values in b2b["samples"].items():
-            res.add(f"B1 back-to-back {name}", panes, values)
-        curl = await probe.job(
-            "curl",
-            n=plan.curl_n,
-            warmup=2,
-            targets=[
-                {"name": "self", "socket": daemon.socket, "path": "/v1/self"},
-                {"name": "floor", "socket": floor.socket, "path": "/v1/self"},
-            ],
-        )
-        for name, values in curl["samples"].items():
-            res.add(f"B1 curl {name}", panes, values)
-        alts = await probe.job(
-            "alternatives",
-            n=plan.alts(panes),
-            warmup=1,
-            tmux=tmux,
-            server=farm.socket,
-            pane=probe_pane,
-            fmt=SELF_FORMAT,
-        )
-        for name, values in alts["samples"].items():
-            res.add(f"B1 {name}", panes, values)
-
-        # B2: throughput, 1 and 8 connections, and the server's CPU per request (less
-        # sensitive than the rate to whatever else the machine is doing).
-        log(f"{panes} panes: B2 throughput")
-        servers = {"self": (daemon.socket, daemon.pid), "floor": (floor.socket, floor.pid)}
-        for conns in (1, 8):
-            for rnd in range(plan.tput_rounds):
-                order = ["self", "floor"] if rnd % 2 == 0 else ["floor", "self"]
-                for name in order:
-                    sock, pid = servers[name]
-                    c0 = procstat.cpu_seconds(pid)
-                    tput = await probe.job(
-                        "throughput",
-                        conns=conns,
-                        duration=plan.tput_s,
-                        socket=sock,
-                        path="/v1/self",
-                    )
-                    cpu = procstat.cpu_seconds(pid) - c0
-                    res.add(f"B2 {conns} {name}", panes, [tput["count"] / tput["elapsed"]])
-                    res.add(f"B2 cpu {conns} {name}", panes, [cpu / tput["count"]])
+        if everything:
+            floor = await identity_rows(farm, probe, daemon, panes, plan, res, tmux, probe_pane)
 
         # B3: change propagation, 1 subscriber then many.
         await held.start()
@@ -1067,7 +833,7 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             daemon.pid,
         )
 
-        if heavy:
+        if heavy and floor is not None:
             # B4: memory and latency with many subscribers connected (held's).
             log(f"{panes} panes: B4 with {plan.many_subs} subscribers")
             res.facts[f"B4 subscribers@{panes}"] = plan.many_subs
@@ -1086,8 +852,9 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                 res.add(f"B4 keepalive {name}", panes, values)
         await held.stop()
         if heavy:
-            await floor.stop()
-            floor = None
+            if floor is not None:
+                await floor.stop()
+                floor = None
 
             # B7 with the daemon: its re-reads of each change are inside the window.
             log(f"{panes} panes: B7 split cost with the daemon")
@@ -1101,8 +868,10 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
                     ("attached", targets.attached_pane),
                     ("other", targets.other_pane),
                 ):
-                    cpu, wall = await split_cost(farm, driver, bus, one, pane, plan.split_k)
-                    res.facts[f"B7 with {label}@{panes}"] = (cpu, wall)
+                    cost = await split_cost(farm, driver, bus, one, pane, plan.split_k)
+                    key = f"B7 with {label}@{panes}"
+                    res.facts[key] = add_cost(res.facts.get(key), cost)
+                res.facts[f"B7 rounds@{panes}"] = res.facts.get(f"B7 rounds@{panes}", 0) + 1
             finally:
                 await driver.close()
                 one.close()
@@ -1113,8 +882,10 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             idle = await idle_cpu(farm, daemon, plan.idle_s)
             res.facts[f"B5 idle with daemon@{panes}"] = idle
             res.facts["B5 idle seconds"] = plan.idle_s
-            res.facts[f"B7 split_k@{panes}"] = plan.split_k
+            # B7's figures are sums over the rounds (``--rounds``): so is its count of splits.
+            res.facts[f"B7 split_k@{panes}"] = plan.split_k * res.facts[f"B7 rounds@{panes}"]
 
+        if heavy and everything:
             log(f"{panes} panes: pane activity (CPU with 0, 10, all watched; end latency)")
             activity_cpu, latency = await activity.measure(
                 farm, daemon.socket, daemon.pid, plan.activity_s, plan.activity_runs
@@ -1126,6 +897,8 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
             for name, values in latency.items():
                 res.add(f"activity {name}", panes, values)
 
+        if not everything:
+            return
         res.facts[f"RSS end@{panes}"] = procstat.rss_bytes(daemon.pid)
         own, kids = daemon.cpu()
         res.facts[f"daemon CPU total@{panes}"] = (own, kids)
@@ -1150,13 +923,21 @@ async def run_size(panes: int, plan: Plan, res: Results, heavy: bool, tmux: str)
         farm.kill()
 
 
-async def run(plan: Plan, res: Results) -> None:
-    tmux = shutil.which("tmux")
-    if tmux is None:
-        raise RuntimeError("no tmux on PATH")
+async def run_section(tmux: str, plan: Plan, rounds: int, section: str) -> Results:
+    """Every size, ``rounds`` times, on one tmux binary (put first on PATH: the daemon runs
+    the tmux it finds there), each on a fresh server and daemon, so that a burst of other
+    work on the machine shows as a round that differs, not as one wrong number."""
+    res = Results()
+    res.facts.update(machine_facts(tmux))
+    res.facts["section"] = section
+    res.facts["sizes"] = list(plan.sizes)
     heaviest = max(plan.sizes)
-    for panes in plan.sizes:
-        # Other work on the machine moves every number; the load says how much there was.
-        load0 = os.getloadavg()[0]
-        await run_size(panes, plan, res, heavy=panes == heaviest, tmux=tmux)
-        res.facts[f"load average (1 min) before, after@{panes}"] = (load0, os.getloadavg()[0])
+    with tmux_first_on_path(tmux):
+        for rnd in range(rounds):
+            for panes in plan.sizes:
+                load0 = os.getloadavg()[0]
+                log(f"{res.facts['tmux']}: {panes} panes, round {rnd + 1} of {rounds}")
+                await run_size(panes, plan, res, panes == heaviest, tmux, section)
+                loads = res.facts.setdefault(f"load average (1 min) before, after@{panes}", [])
+                loads.append((load0, os.getloadavg()[0]))
+    return res

@@ -17,7 +17,7 @@ import shutil
 import sys
 
 from bench import procstat
-from bench.runner import REPO, Daemon, Floor, ProbeLink
+from bench.rig import REPO, Daemon, Floor, ProbeLink
 from bench.stats import median
 from bench.tmuxfarm import Farm
 

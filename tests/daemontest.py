@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests.tmuxbin import before_new_session
 from tests.tmuxtest import TmuxServer, poll
-from tmuxlocd.cli import NoDaemon, raw_request
+from tmuxlocd.clients.rawhttp import NoDaemon, raw_request
 
 PYTHON = sys.executable
 SCRIPT = str(Path(sys.executable).parent / "tmuxlocd")

@@ -49,12 +49,12 @@ import msgspec
 
 from tests import tmuxbin
 from tests.tmuxtest import kill_leftovers, start_time, wait_until
-from tmuxlocd.control import reap
-from tmuxlocd.errors import LayoutError
-from tmuxlocd.events import Event, event_decoder, event_type, pane_key
-from tmuxlocd.layout import pane_rects, parse_layout
-from tmuxlocd.location import Location, changed_fields
-from tmuxlocd.names import unvis
+from tmuxlocd.core.errors import LayoutError
+from tmuxlocd.core.events import Event, event_decoder, event_type, pane_key
+from tmuxlocd.core.layout import pane_rects, parse_layout
+from tmuxlocd.core.location import Location, changed_fields
+from tmuxlocd.core.names import unvis
+from tmuxlocd.daemon.control import reap
 
 REPO = Path(__file__).resolve().parent.parent
 TMUX = tmuxbin.choose()  # $TMUXLOCD_TEST_TMUX, else PATH (by hand as under pytest)

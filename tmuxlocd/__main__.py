@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from tmuxlocd.cli import main
+from tmuxlocd.clients.cli import main
 
 raise SystemExit(main())

@@ -21,11 +21,11 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tmuxlocd.api import create_app
-from tmuxlocd.hub import Hub
-from tmuxlocd.layout import pane_rects, parse_layout
-from tmuxlocd.model import Pane, ServerState, Session, Window, Winlink, sort_winlinks
-from tmuxlocd.observer import resolve_server
+from tmuxlocd.core.layout import pane_rects, parse_layout
+from tmuxlocd.core.model import Pane, ServerState, Session, Window, Winlink, sort_winlinks
+from tmuxlocd.daemon.api import create_app
+from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.host.sockets import resolve_server
 
 # The SPEC §3/§4 example window.  The SPEC's string carries checksum b25d, which is not the
 # checksum of its body (4c30); it is used as-is where only text matters (the text form), and
@@ -115,7 +115,8 @@ def spec_state(
 
 
 class FakeSyncer:
-    """The hub's syncer (tmuxlocd.hub.Syncer) made of two callables, for tests without tmux."""
+    """The hub's syncer (tmuxlocd.daemon.hub.Syncer) made of two callables, for tests without
+    tmux."""
 
     def __init__(
         self,

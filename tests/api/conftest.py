@@ -5,7 +5,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.api.apitest import Api, serve_api
-from tmuxlocd.hub import Hub
+from tmuxlocd.daemon.hub import Hub
 
 
 @pytest.fixture

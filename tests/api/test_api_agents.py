@@ -6,10 +6,18 @@ from __future__ import annotations
 import pytest
 
 from tests.api.apitest import A, Api, spec_state
-from tmuxlocd.agent_registry import AgentRegistry
-from tmuxlocd.agents import Agent, Proc
-from tmuxlocd.events import AgentStateChanged
-from tmuxlocd.hub import Hub
+from tmuxlocd.core.agents import Agent, Proc
+from tmuxlocd.core.events import AgentStateChanged
+from tmuxlocd.daemon.agent_registry import AgentRegistry
+from tmuxlocd.daemon.api import context_of
+from tmuxlocd.daemon.hub import Hub
+
+
+def registry_of(api: Api, hub: Hub) -> AgentRegistry:
+    """A registry, on the served app's context as the daemon puts it there."""
+    assert api.app is not None
+    registry = context_of(api.app).agents = AgentRegistry(hub)
+    return registry
 
 
 async def test_no_registry_is_503(api: Api, hub: Hub) -> None:
@@ -30,14 +38,14 @@ async def test_no_registry_is_503(api: Api, hub: Hub) -> None:
     ],
 )
 async def test_bad_reports_are_400(api: Api, hub: Hub, query: str, code: str) -> None:
-    AgentRegistry(hub)
+    registry_of(api, hub)
     status, body, _ = await api.post(f"/v1/agents/self?{query}")
     assert status == 400 and body["error"]["code"] == code, body
 
 
 async def test_a_report_from_outside_tmux_is_404(api: Api, hub: Hub) -> None:
     """The test process is in no pane: it can report for none, whatever it says."""
-    AgentRegistry(hub)
+    registry_of(api, hub)
     hub.update(spec_state(A))
     status, body, _ = await api.post(
         "/v1/agents/self", json={"harness": "claude", "session_id": "s", "state": "idle"}
@@ -46,7 +54,7 @@ async def test_a_report_from_outside_tmux_is_404(api: Api, hub: Hub) -> None:
 
 
 async def test_listing_and_filters(api: Api, hub: Hub) -> None:
-    registry = AgentRegistry(hub)
+    registry = registry_of(api, hub)
     hub.update(spec_state(A))
     registry.agents.load(
         [
@@ -70,7 +78,7 @@ async def test_listing_and_filters(api: Api, hub: Hub) -> None:
 
 
 async def test_the_text_form_names_a_neighbours_agent(api: Api, hub: Hub) -> None:
-    registry = AgentRegistry(hub)
+    registry = registry_of(api, hub)
     hub.update(spec_state(A))
     status, _, resp = await api.get("/v1/panes/3?format=text&neighbors=1")
     before = await resp.text() if status == 200 else ""
@@ -83,7 +91,7 @@ async def test_the_text_form_names_a_neighbours_agent(api: Api, hub: Hub) -> Non
 
 async def test_a_pane_or_server_gone_ends_its_agents_without_a_stream(api: Api, hub: Hub) -> None:
     """The registry is no subscriber of the hub (``/v1/health`` counts streams)."""
-    registry = AgentRegistry(hub)
+    registry = registry_of(api, hub)
     registry.start()
     hub.update(spec_state(A))
     registry.agents.load([Agent("codex", "two", A, "%4", Proc(2, 2), "working", "", 6.0)])

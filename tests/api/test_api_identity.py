@@ -18,11 +18,11 @@ import pytest
 
 from tests.api.apitest import SPEC_LAYOUT, Api, curl, spec_state
 from tests.tmuxtest import wait_until
-from tmuxlocd.api import views
-from tmuxlocd.api.replies import Prepared, prepare_json
-from tmuxlocd.hub import Hub
-from tmuxlocd.identity import PeerFacts
-from tmuxlocd.observer import resolve_server
+from tmuxlocd.daemon.api import views
+from tmuxlocd.daemon.api.replies import Prepared, prepare_json
+from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.host.identity import PeerFacts
+from tmuxlocd.host.sockets import resolve_server
 
 A = resolve_server("tla-alpha")
 SETSID = shutil.which("setsid")

@@ -10,11 +10,11 @@ import pytest
 from openapi_spec_validator import validate
 
 from tests.api.apitest import A, Api, spec_state
-from tmuxlocd import answers
-from tmuxlocd.api import context_of
-from tmuxlocd.api.app import REFUSALS
-from tmuxlocd.hub import Hub
-from tmuxlocd.location import Location
+from tmuxlocd.core import answers
+from tmuxlocd.core.location import Location
+from tmuxlocd.daemon.api import context_of
+from tmuxlocd.daemon.api.app import REFUSALS
+from tmuxlocd.daemon.hub import Hub
 
 REF = "#/components/schemas/"
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")

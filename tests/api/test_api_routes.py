@@ -25,9 +25,9 @@ from tests.api.apitest import (
     serve_api,
     spec_state,
 )
-from tmuxlocd.api import create_app
-from tmuxlocd.hub import Hub
-from tmuxlocd.model import ServerState
+from tmuxlocd.core.model import ServerState
+from tmuxlocd.daemon.api import create_app
+from tmuxlocd.daemon.hub import Hub
 
 SPEC_TEXT = (
     "tmux location:\n"
@@ -172,7 +172,7 @@ async def test_panes_default_limit_is_100(api: Api, hub: Hub) -> None:
 
 
 def _one_pane_layout(n: int) -> str:
-    from tmuxlocd.layout import layout_checksum
+    from tmuxlocd.core.layout import layout_checksum
 
     body = f"80x24,0,0,{n}"
     return f"{layout_checksum(body):04x},{body}"
@@ -612,7 +612,7 @@ async def test_handler_failure_is_a_json_500_and_a_log_line(
         raise RuntimeError("boom")
 
     hub.attach(FakeSyncer(sync=syncer))
-    with caplog.at_level(logging.ERROR, logger="tmuxlocd.api"):
+    with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon.api"):
         status, body, _ = await api.post("/v1/sync")
     assert (status, error_of(body)[0]) == (500, "internal_error")
     assert any(r.message == "request failed" and r.exc_info for r in caplog.records)

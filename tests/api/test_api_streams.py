@@ -26,9 +26,9 @@ from tests.api.apitest import (
     spec_state,
 )
 from tests.tmuxtest import wait_until
-from tmuxlocd.api import context_of
-from tmuxlocd.hub import Hub
-from tmuxlocd.model import ServerState
+from tmuxlocd.core.model import ServerState
+from tmuxlocd.daemon.api import context_of
+from tmuxlocd.daemon.hub import Hub
 
 L_MOVED = "c1b3,80x24,0,0[80x12,0,0,7,80x11,0,13,5]"
 L9 = "b266,80x24,0,0,9"
@@ -409,7 +409,7 @@ async def test_a_stalled_reader_is_dropped() -> None:
 
 
 def _layout(n: int) -> str:
-    from tmuxlocd.layout import layout_checksum
+    from tmuxlocd.core.layout import layout_checksum
 
     body = f"80x24,0,0,{n}"
     return f"{layout_checksum(body):04x},{body}"

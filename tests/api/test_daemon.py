@@ -27,11 +27,12 @@ import aiohttp
 import pytest
 
 from tests.api.apitest import StreamReader, short_dir
-from tmuxlocd import daemon, systemd
-from tmuxlocd import token as token_mod
-from tmuxlocd.config import Config
-from tmuxlocd.errors import ConfigError
-from tmuxlocd.hub import Hub
+from tmuxlocd.core.errors import ConfigError
+from tmuxlocd.daemon import serve as daemon
+from tmuxlocd.daemon import systemd
+from tmuxlocd.daemon import token as token_mod
+from tmuxlocd.daemon.config import Config
+from tmuxlocd.daemon.hub import Hub
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -206,7 +207,7 @@ async def test_a_live_socket_is_not_taken_over(
     path = os.path.join(tmp, "d.sock")
     config = Config(listen=(f"unix:{path}",))
     async with running(config):
-        with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon"):
+        with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon.serve"):
             assert await daemon.serve(config, shutdown=asyncio.Event()) == 1
         assert any(
             "another tmuxlocd is already listening" in r.getMessage() for r in caplog.records
@@ -237,7 +238,7 @@ async def test_unsafe_directories_are_refused(
     directory = os.path.join(tmp, "open")
     os.mkdir(directory)
     os.chmod(directory, 0o777)
-    with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon"):
+    with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon.serve"):
         assert await daemon.serve(Config(listen=(f"unix:{directory}/d.sock",))) == 1
     assert "writable by group or others" in caplog.text
     os.chmod(directory, 0o720)
@@ -412,7 +413,7 @@ async def test_tcp_off_loopback_is_refused(
     spec: str, tmp: str, watchers: list[FakeWatcher], caplog: pytest.LogCaptureFixture
 ) -> None:
     path = os.path.join(tmp, "d.sock")
-    with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon"):
+    with caplog.at_level(logging.ERROR, logger="tmuxlocd.daemon.serve"):
         assert await daemon.serve(Config(listen=(f"unix:{path}", spec))) == 2
     assert "loopback" in caplog.text
     assert not exists(path)  # the Unix listener opened first was closed again
@@ -458,8 +459,8 @@ def test_notify(tmp: str, monkeypatch: pytest.MonkeyPatch) -> None:
 # A daemon in a child process: serve() with a stand-in watcher (no tmux is touched).
 WRAPPER = """
 import asyncio, logging, sys
-from tmuxlocd import daemon
-from tmuxlocd.config import Config
+from tmuxlocd.daemon import serve as daemon
+from tmuxlocd.daemon.config import Config
 
 class Watcher:
     async def wait_synced(self, timeout):

@@ -7,7 +7,7 @@ a function ``decide(request) -> Turn`` that looks at the request body, e.g. "ans
 shell call unless the conversation already holds a tool result".
 
 ``location_blocks`` finds every location block (``tmux location:`` or ``tmux location (turn
-N):`` and the lines that follow it, see ``tmuxlocd.location.text_form``) in a request body,
+N):`` and the lines that follow it, see ``tmuxlocd.core.location.text_form``) in a request body,
 wherever the harness put it: a system reminder, a user turn, a tool result.
 """
 
@@ -162,7 +162,7 @@ class StubServer:
 # Location blocks in request bodies.
 
 _HEAD = re.compile(r"tmux location(?: \(turn (\d+)\))?:\n")
-# The lines a block has after its head (tmuxlocd.location.text_form, harness.VERIFIED_*).
+# The lines a block has after its head (tmuxlocd.core.location.text_form, harness.VERIFIED_*).
 _BODY_LINE = re.compile(r"(session |window active=|neighbors: |verified_by )[^\n]*(\n|$)")
 _PANE = re.compile(r", pane \d+ (%\d+)")
 

@@ -54,8 +54,8 @@ from tests.e2e.stub_responses import (
     user_texts,
 )
 from tests.tmuxtest import poll
-from tmuxlocd import doctor
-from tmuxlocd.identity import serves_sessions
+from tmuxlocd.clients import doctor
+from tmuxlocd.core.caller import serves_sessions
 
 PACKAGE = "@openai/codex"
 VERSION = "0.171.0"

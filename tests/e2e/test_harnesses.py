@@ -342,7 +342,7 @@ def test_mcp_where_am_i(world: World) -> None:
     results = world.driver.tool_results(requests[-1].body)
     assert results, "no tool result"
     answer = results[-1]
-    # The tool's text form (tmuxlocd.location.text_form): "..., pane <index> <id>".
+    # The tool's text form (tmuxlocd.core.location.text_form): "..., pane <index> <id>".
     assert re.search(rf", pane \d+ {re.escape(pane)}\b", answer), answer
     assert "not in a tmux pane" not in answer, answer
     world.record()

@@ -108,7 +108,7 @@ class Probe:
         return proc.stdout
 
     def sync(self) -> None:
-        from tmuxlocd.client import Client
+        from tmuxlocd.clients.client import Client
 
         with Client(self.args.daemon) as client:
             client.sync()
@@ -258,7 +258,7 @@ class Probe:
         return {"notes": self.notes, "reads": reads}
 
     def waits(self) -> int:
-        from tmuxlocd.client import Client
+        from tmuxlocd.clients.client import Client
 
         with Client(self.args.daemon) as client:
             return client.health().waits

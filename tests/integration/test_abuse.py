@@ -34,8 +34,8 @@ from hypothesis import strategies as st
 from tests.soak import REPO, TMUX, rss_kib, tmux_env, window_name
 from tests.tmuxbin import accepted_names, refuses_name
 from tests.tmuxtest import TmuxServer
-from tmuxlocd.client import UnixHTTPConnection
-from tmuxlocd.names import unvis
+from tmuxlocd.clients.client import UnixHTTPConnection
+from tmuxlocd.core.names import unvis
 
 pytestmark = [
     pytest.mark.integration,

@@ -22,8 +22,8 @@ import pytest
 
 from tests.daemontest import PYTHON, REPO, Daemon, Rig, private_rig, run_cli
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.cli import raw_request
-from tmuxlocd.install import this_hook
+from tmuxlocd.clients.install import this_hook
+from tmuxlocd.clients.rawhttp import raw_request
 
 pytestmark = [
     pytest.mark.integration,

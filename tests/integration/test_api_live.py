@@ -27,9 +27,9 @@ import pytest
 
 from tests.api.apitest import StreamReader
 from tests.tmuxtest import TMUX, TmuxServer, wait_until
-from tmuxlocd import daemon
-from tmuxlocd.config import Config
-from tmuxlocd.observer import HOOK_INDEX
+from tmuxlocd.daemon import serve as daemon
+from tmuxlocd.daemon.config import Config
+from tmuxlocd.daemon.observer import HOOK_INDEX
 
 pytestmark = [
     pytest.mark.integration,

@@ -414,14 +414,14 @@ def test_second_daemon_on_a_live_socket_exits_1(rig: Rig, daemon: Daemon) -> Non
 
 def test_mcp_without_the_extra(rig: Rig) -> None:
     probe = subprocess.run(
-        [PYTHON, "-c", "import tmuxlocd.mcp"],
+        [PYTHON, "-c", "import tmuxlocd.clients.mcp"],
         check=False,
         env=rig.env(),
         capture_output=True,
         cwd=REPO,
     )
     if probe.returncode == 0:
-        pytest.skip("tmuxlocd.mcp is importable here")
+        pytest.skip("tmuxlocd.clients.mcp is importable here")
     res = run_cli(rig, "mcp")
     assert res.returncode == 1
     assert "tmuxlocd[mcp]" in res.stderr
@@ -600,7 +600,7 @@ def trust_as_codex(home: Home) -> None:
     its key (computed by the recipe the unit tests hold to Codex's own hashes)."""
     import tomlkit
 
-    from tmuxlocd import doctor
+    from tmuxlocd.clients import doctor
 
     hooks_json = home.home / ".codex" / "hooks.json"
     config = home.home / ".codex" / "config.toml"

@@ -14,7 +14,7 @@ import pytest
 
 from tests.daemontest import PYTHON, Daemon, Rig, private_rig, running_daemon
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.client import (
+from tmuxlocd.clients.client import (
     AsyncClient,
     Client,
     ClientError,
@@ -24,7 +24,7 @@ from tmuxlocd.client import (
     PaneNeighbors,
     PaneSummaryList,
 )
-from tmuxlocd.events import Event, PaneAdded, PaneRemoved, Reset, SnapshotEvent
+from tmuxlocd.core.events import Event, PaneAdded, PaneRemoved, Reset, SnapshotEvent
 
 pytestmark = [
     pytest.mark.integration,
@@ -201,7 +201,7 @@ def test_keepalive_survives_an_idle_close(rig: Rig, daemon: Daemon, proxy: Proxy
 def test_accept_ancestor_from_a_process_without_tty(rig: Rig, daemon: Daemon) -> None:
     """A process that left its pane's session is placed by its ancestor only when asked."""
     code = (
-        "import os, json; os.setsid(); from tmuxlocd.client import Client; "
+        "import os, json; os.setsid(); from tmuxlocd.clients.client import Client; "
         "a = Client().where_am_i(); b = Client(accept_ancestor=True).where_am_i(); "
         "print(json.dumps([a.inside_tmux, a.reason, a.caller.ancestor_pane, b.inside_tmux, "
         "b.verified_by, b.location.pane.id if b.location else None]))"

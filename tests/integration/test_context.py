@@ -22,8 +22,8 @@ import pytest
 
 from tests.daemontest import REPO, SCRIPT, Daemon, Rig, private_rig
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.context import transcript_writers
-from tmuxlocd.install import this_hook
+from tmuxlocd.clients.context import transcript_writers
+from tmuxlocd.clients.install import this_hook
 
 pytestmark = [
     pytest.mark.integration,
@@ -229,6 +229,20 @@ def test_the_form_install_writes(rig: Rig, mode: str) -> None:
     assert agent.hook("gemini", prompt("gemini", "s1"), launcher=fast) is None
     rig.tmux.run("split-window", "-d", "-t", agent.pane, "cat")
     told = agent.hook("gemini", after_tool("gemini", "s1"), launcher=fast)
+    assert told is not None and "below %" in told
+
+
+def test_a_hook_installed_before_the_layers_still_runs(rig: Rig, mode: str) -> None:
+    """Installs before the package had folders wrote ``python -S <site>/tmuxlocd/context.py``
+    into harness hooks: that file still runs the hook, the same answers, from its depth."""
+    agent = Agent(rig, "a")
+    fast = this_hook()
+    old = [fast[0], "-S", str(Path(fast[2]).parent.parent / "context.py")]
+    assert old[2].endswith(os.path.join("tmuxlocd", "context.py")) and old[2] != fast[2]
+    assert agent.hook("codex", prompt("codex", "s1"), launcher=old) is not None
+    assert agent.hook("codex", prompt("codex", "s1"), launcher=old) is None
+    rig.tmux.run("split-window", "-d", "-t", agent.pane, "cat")
+    told = agent.hook("codex", after_tool("codex", "s1"), launcher=old)
     assert told is not None and "below %" in told
 
 

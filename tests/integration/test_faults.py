@@ -251,7 +251,7 @@ async def test_one_hook_waiter_serves_many_changes(rig: Rig) -> None:
     """tmux 3.3: one waiter client serves a chain of wake-ups (a tmux client costs the
     server far more than a command), and the next one takes over when it is used up, with
     no change in another session missed."""
-    from tmuxlocd.observer import WAITER_CHAIN
+    from tmuxlocd.core.attach import WAITER_CHAIN
 
     def counted(kind: str, before: int) -> Callable[[], bool]:
         return lambda: rig.stream.types[kind] > before
@@ -993,7 +993,7 @@ async def test_sigterm_under_load(rig: Rig) -> None:
     stops, every step of it inside its budget (SPEC §6: 2 s, past which the daemon abandons
     what is left with "stop took too long"), and removes its socket, its hooks and its tmux
     clients.  How long it took is printed."""
-    from tmuxlocd.observer import HOOK_INDEX
+    from tmuxlocd.daemon.observer import HOOK_INDEX
 
     raise_nofile(4096)
     stuck = [stuck_stream(rig.daemon.sock) for _ in range(100)]

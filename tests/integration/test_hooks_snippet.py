@@ -14,8 +14,8 @@ import pytest
 
 from tests.daemontest import PYTHON, REPO, SCRIPT, Daemon, Rig
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.client import Client
-from tmuxlocd.events import Event, PaneAdded, PaneRemoved
+from tmuxlocd.clients.client import Client
+from tmuxlocd.core.events import Event, PaneAdded, PaneRemoved
 
 pytestmark = [
     pytest.mark.integration,

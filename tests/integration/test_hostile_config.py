@@ -20,8 +20,8 @@ import pytest
 
 from tests.daemontest import Daemon, Rig, run_cli
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.client import Client, SyncFailedError
-from tmuxlocd.spelling import USED, spellings
+from tmuxlocd.clients.client import Client, SyncFailedError
+from tmuxlocd.core.spelling import USED, spellings
 
 pytestmark = [
     pytest.mark.integration,

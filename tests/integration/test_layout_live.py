@@ -9,7 +9,7 @@ import pytest
 
 from tests.tools import capture_layouts
 from tests.unit.test_layout import tmux_rects
-from tmuxlocd.layout import (
+from tmuxlocd.core.layout import (
     format_layout,
     pane_rects,
     parse_layout,

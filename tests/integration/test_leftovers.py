@@ -19,7 +19,7 @@ import pytest
 
 from tests.daemontest import Daemon, Rig
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.observer import HOOK_INDEX
+from tmuxlocd.daemon.observer import HOOK_INDEX
 
 pytestmark = [
     pytest.mark.integration,

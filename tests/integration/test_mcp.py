@@ -35,8 +35,8 @@ pytestmark = [
 
 mcp = pytest.importorskip("mcp")
 
-from tmuxlocd.client import Client, DaemonUnavailable  # noqa: E402
-from tmuxlocd.mcp import LIVE_OFF, SELF_URI, WINDOW_URI  # noqa: E402
+from tmuxlocd.clients.client import Client, DaemonUnavailable  # noqa: E402
+from tmuxlocd.clients.mcp import LIVE_OFF, SELF_URI, WINDOW_URI  # noqa: E402
 
 PYTHON = sys.executable
 REPO = Path(__file__).resolve().parents[2]

@@ -17,12 +17,12 @@ import pytest
 
 from tests.tmuxbin import accepted_names, stored_session_name
 from tests.tmuxtest import TMUX, TmuxServer, wait_until
-from tmuxlocd.config import Config
-from tmuxlocd.events import Event, apply, event_type, pane_key
-from tmuxlocd.hub import Hub, Subscriber
-from tmuxlocd.location import Location
-from tmuxlocd.names import output_escapes_dollars, undo_output_dollars, unvis
-from tmuxlocd.observer import HOOK_INDEX, Watcher
+from tmuxlocd.core.events import Event, apply, event_type, pane_key
+from tmuxlocd.core.location import Location
+from tmuxlocd.core.names import output_escapes_dollars, undo_output_dollars, unvis
+from tmuxlocd.daemon.config import Config
+from tmuxlocd.daemon.hub import Hub, Subscriber
+from tmuxlocd.daemon.observer import HOOK_INDEX, Watcher
 
 pytestmark = [
     pytest.mark.integration,
@@ -621,7 +621,7 @@ async def test_config_errors_handed_to_the_observer_are_logged(
     srv.run("-f", str(conf), "new-session", "-d", check=False)  # loads /dev/null, then this
     hub = Hub()
     watcher = Watcher(hub, Config(socket_path=(srv.socket_path,)))
-    caplog.set_level("WARNING", logger="tmuxlocd.observer")
+    caplog.set_level("WARNING", logger="tmuxlocd.daemon.observer")
     await watcher.start()
     try:
         await watcher.wait_synced(10)

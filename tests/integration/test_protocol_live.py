@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmuxlocd.protocol import (
+from tmuxlocd.core.protocol import (
     ControlParser,
     Reply,
     command,

@@ -23,7 +23,7 @@ from tests.daemontest import (
     start_in_pane,
 )
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.client import AsyncClient, Client, ClientError
+from tmuxlocd.clients.client import AsyncClient, Client, ClientError
 
 pytestmark = [
     pytest.mark.integration,

@@ -3,7 +3,7 @@
 Runs one private tmux server (``tmux -L <unique name> -f /dev/null``) of the binary given,
 plays a list of steps on one window and, after each, records the window's layouts and every
 pane's ``pane_floating_flag`` and geometry.  ``tests/unit/test_floating.py`` checks
-``tmuxlocd.layout`` against the file without needing tmux.
+``tmuxlocd.core.layout`` against the file without needing tmux.
 
 While a window is zoomed tmux reports no pane as floating (``pane_floating_flag`` is 0 and the
 ``<...>`` section is gone), yet its saved layout still holds the floating cells: for those

@@ -3,7 +3,7 @@
 Runs a private tmux server (``tmux -L <unique name> -f /dev/null``), builds one session per
 scenario, and writes ``<name>.json`` per scenario into the output directory (by default
 ``tests/data/layouts`` next to this file's ``tests`` directory).  The unit tests check
-``tmuxlocd.layout`` against these files without needing tmux.
+``tmuxlocd.core.layout`` against these files without needing tmux.
 
 Per scenario the file holds:
 

@@ -16,8 +16,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tmuxlocd.mirror import LIST_PANES, LIST_SESSIONS, LIST_WINDOWS
-from tmuxlocd.model import PANE_WINDOW_FORMAT
+from tmuxlocd.core.mirror import LIST_PANES, LIST_SESSIONS, LIST_WINDOWS
+from tmuxlocd.core.model import PANE_WINDOW_FORMAT
 
 TMUX = shutil.which("tmux") or "tmux"
 

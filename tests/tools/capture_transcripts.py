@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tmuxlocd.names import unvis  # noqa: E402
-from tmuxlocd.protocol import (  # noqa: E402
+from tmuxlocd.core.names import unvis  # noqa: E402
+from tmuxlocd.core.protocol import (  # noqa: E402
     ControlParser,
     Event,
     Exit,

@@ -1,4 +1,4 @@
-"""tmuxlocd.activity: /proc stat parsing, the command name as tmux gives it, and the wait
+"""tmuxlocd.core.activity: /proc stat parsing, the command name as tmux gives it, and the wait
 conditions."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd import activity
-from tmuxlocd.activity import Activity, command_of, decide, outcome, parse_dead, parse_stat
-from tmuxlocd.events import PaneActivity, PaneAdded
-from tmuxlocd.journal import Journal
-from tmuxlocd.location import Location, Neighbors, PaneRef, ServerRef, SessionRef, WindowRef
+from tmuxlocd.core import activity
+from tmuxlocd.core.activity import Activity, command_of, decide, outcome, parse_dead
+from tmuxlocd.core.events import PaneActivity, PaneAdded
+from tmuxlocd.core.journal import Journal
+from tmuxlocd.core.location import Location, Neighbors, PaneRef, ServerRef, SessionRef, WindowRef
+from tmuxlocd.core.procstat import stat_or_none as parse_stat
 
 # Captured on Linux 6.x: a shell at its prompt, and the same shell while `sleep 2` runs.
 IDLE = (

@@ -1,4 +1,4 @@
-"""The daemon side of agents (``tmuxlocd.agent_registry``) without tmux: the walk to the
+"""The daemon side of agents (``tmuxlocd.daemon.agent_registry``) without tmux: the walk to the
 harness process, the saved file, and the pidfd that ends an agent with its process."""
 
 from __future__ import annotations
@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tmuxlocd.agent_registry import (
+from tmuxlocd.core.agents import Agent, Proc
+from tmuxlocd.core.events import AgentStateChanged
+from tmuxlocd.core.procstat import ProcStat
+from tmuxlocd.daemon.agent_registry import (
     AgentRegistry,
     decode_saved,
     encode_saved,
     harness_process,
 )
-from tmuxlocd.agents import Agent, Proc
-from tmuxlocd.events import AgentStateChanged
-from tmuxlocd.hub import Hub
-from tmuxlocd.identity import ProcStat, read_stat
+from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.host.identity import read_stat
 
 PANE_TTY = 34816
 SERVER = 10
@@ -116,7 +117,7 @@ async def test_a_pidfd_ends_the_agent_with_its_process(same_start: bool) -> None
 
 async def test_changes_are_saved_together_and_at_once_on_close(tmp_path: Path) -> None:
     from tests.tmuxtest import wait_until
-    from tmuxlocd.agents import Report
+    from tmuxlocd.core.agents import Report
 
     path = tmp_path / "agents.json"
     registry = AgentRegistry(Hub(), path=str(path))

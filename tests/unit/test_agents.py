@@ -1,4 +1,4 @@
-"""Agent state from hook events (``tmuxlocd.agents``): the mapping and the record, pure."""
+"""Agent state from hook events (``tmuxlocd.core.agents``): the mapping and the record, pure."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmuxlocd import agents
-from tmuxlocd.agents import (
+from tmuxlocd.core import agents
+from tmuxlocd.core.agents import (
     GONE,
     IDLE,
     WAITING,
@@ -307,12 +307,12 @@ def test_the_changes_replayed_give_the_record(ops: list[tuple[str, str, str, str
 
 def test_importing_it_under_python_dash_s_imports_nothing_else() -> None:
     """The hook imports it without site: it must pull in no module beyond its own."""
-    root = Path(agents.__file__).resolve().parent.parent
+    root = Path(agents.__file__).resolve().parents[2]
     code = (
-        "import sys; before = set(sys.modules); import tmuxlocd.agents; "
+        "import sys; before = set(sys.modules); import tmuxlocd.core.agents; "
         "print(sorted(set(sys.modules) - before))"
     )
     out = subprocess.run(
         [sys.executable, "-S", "-c", code], cwd=root, capture_output=True, text=True, check=True
     ).stdout
-    assert out.strip() == "['__future__', 'tmuxlocd', 'tmuxlocd.agents']"
+    assert out.strip() == "['__future__', 'tmuxlocd', 'tmuxlocd.core', 'tmuxlocd.core.agents']"

@@ -14,13 +14,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tmuxlocd import cli, client, direct
-from tmuxlocd import client_core as core
-from tmuxlocd.client import (
+from tmuxlocd.clients import cli, client, direct, rawhttp
+from tmuxlocd.clients.client import (
     DaemonUnavailable,
     Tree,
 )
-from tmuxlocd.client_core import (
+from tmuxlocd.core import client_core as core
+from tmuxlocd.core import oneshot, urls
+from tmuxlocd.core.client_core import (
     LineBuffer,
     SSEDecoder,
     decode_event_line,
@@ -28,10 +29,8 @@ from tmuxlocd.client_core import (
     session_ref,
     window_ref,
 )
-from tmuxlocd.config import load_config, merge
-from tmuxlocd.daemon import default_socket_path
-from tmuxlocd.errors import RowError
-from tmuxlocd.events import (
+from tmuxlocd.core.errors import RowError
+from tmuxlocd.core.events import (
     Lagged,
     PaneAdded,
     PaneChanged,
@@ -42,7 +41,7 @@ from tmuxlocd.events import (
     SnapshotEvent,
     encoder,
 )
-from tmuxlocd.location import (
+from tmuxlocd.core.location import (
     Location,
     Neighbors,
     PaneRef,
@@ -50,7 +49,10 @@ from tmuxlocd.location import (
     SessionRef,
     WindowRef,
 )
-from tmuxlocd.model import PANE_FORMAT, SESSION_FORMAT, WINDOW_FORMAT
+from tmuxlocd.core.model import PANE_FORMAT, SESSION_FORMAT, WINDOW_FORMAT
+from tmuxlocd.daemon.config import load_config, merge
+from tmuxlocd.daemon.serve import default_socket_path
+from tmuxlocd.host import sockets
 
 REPO = str(Path(__file__).resolve().parents[2])
 
@@ -109,16 +111,16 @@ def test_socket_path_values() -> None:
 
 
 def test_percent_encode() -> None:
-    assert cli.percent_encode("a-b_c.d~e") == "a-b_c.d~e"
-    assert cli.percent_encode("/tmp/tmux 1/x&y=%") == "%2Ftmp%2Ftmux%201%2Fx%26y%3D%25"
-    assert cli.percent_encode("é") == "%C3%A9"
-    assert cli.query_string({"a": "1", "b": None}) == "?a=1"
-    assert cli.query_string({"a": None}) == ""
+    assert urls.percent_encode("a-b_c.d~e") == "a-b_c.d~e"
+    assert urls.percent_encode("/tmp/tmux 1/x&y=%") == "%2Ftmp%2Ftmux%201%2Fx%26y%3D%25"
+    assert urls.percent_encode("é") == "%C3%A9"
+    assert urls.query_string({"a": "1", "b": None}) == "?a=1"
+    assert urls.query_string({"a": None}) == ""
 
 
 def test_parse_response_content_length() -> None:
     raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhelloextra"
-    resp = cli.parse_response(raw)
+    resp = rawhttp.parse_response(raw)
     assert (resp.status, resp.headers["content-type"], resp.body) == (200, "text/plain", b"hello")
 
 
@@ -127,14 +129,14 @@ def test_parse_response_chunked_and_empty() -> None:
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
         b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n"
     )
-    assert cli.parse_response(raw).body == b"hello, world"
-    assert cli.parse_response(b"HTTP/1.1 204 No Content\r\n\r\n").status == 204
+    assert rawhttp.parse_response(raw).body == b"hello, world"
+    assert rawhttp.parse_response(b"HTTP/1.1 204 No Content\r\n\r\n").status == 204
 
 
 @pytest.mark.parametrize("raw", [b"", b"HTTP/1.1 200 OK\r\n", b"garbage\r\n\r\n"])
 def test_parse_response_rejects(raw: bytes) -> None:
     with pytest.raises(ValueError):
-        cli.parse_response(raw)
+        rawhttp.parse_response(raw)
 
 
 @pytest.mark.parametrize(
@@ -261,14 +263,14 @@ def test_notify_sends_its_arguments(tmp_path: Path) -> None:
 
 
 def test_raw_request_no_daemon(tmp_path: Path) -> None:
-    with pytest.raises(cli.NoDaemon):
-        cli.raw_request(str(tmp_path / "none.sock"), "GET", "/v1/health", 1.0)
+    with pytest.raises(rawhttp.NoDaemon):
+        rawhttp.raw_request(str(tmp_path / "none.sock"), "GET", "/v1/health", 1.0)
 
 
 def test_cli_module_imports_nothing_heavy() -> None:
     """notify's start-up: importing the CLI must not pull in msgspec, aiohttp or libtmux."""
     code = (
-        "import sys, tmuxlocd.cli; "
+        "import sys, tmuxlocd.clients.cli; "
         "print(sorted(m for m in ('msgspec', 'aiohttp', 'libtmux', 'asyncio', 'typing', "
         "'argparse', 'http.client') if m in sys.modules))"
     )
@@ -358,6 +360,10 @@ def test_decode_event_lines() -> None:
     assert decode_event_line(b'{"type":"reset","id":"b:0","time":2}') == Reset(id="b:0", time=2)
     with pytest.raises(msgspec.DecodeError):
         decode_event_line(b'{"type":"pane.added","id":"a:1"}')  # a known type, malformed
+    # Every type the daemon sends is known to the client, pane.activity too (the client's
+    # list was its own once, and lacked it): a malformed one is an error, not news.
+    with pytest.raises(msgspec.DecodeError):
+        decode_event_line(b'{"type":"pane.activity","id":"a:1"}')
 
 
 def test_sse_decoder() -> None:
@@ -528,7 +534,7 @@ def test_stream_write_timeout_from_file_and_flag(tmp_path: Path) -> None:
 def test_mcp_without_the_extra(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "tmuxlocd.mcp", None)  # import fails as if absent
+    monkeypatch.setitem(sys.modules, "tmuxlocd.clients.mcp", None)  # import fails as if absent
     assert cli.main(["mcp"]) == 1
     assert "install tmuxlocd[mcp]" in capsys.readouterr().err
 
@@ -549,11 +555,11 @@ def test_bad_usage_exits_2() -> None:
 
 
 def test_socket_from_tmux_env() -> None:
-    assert direct.socket_from_tmux_env("/tmp/tmux-1000/default,4242,0") == "/tmp/tmux-1000/default"
-    assert direct.socket_from_tmux_env("/tmp/a,b/sock,1,2") == "/tmp/a,b/sock"
-    assert direct.socket_from_tmux_env("") is None
-    assert direct.socket_from_tmux_env(None) is None
-    assert direct.socket_from_tmux_env("nocommas") is None
+    assert sockets.socket_from_tmux_env("/tmp/tmux-1000/default,4242,0") == "/tmp/tmux-1000/default"
+    assert sockets.socket_from_tmux_env("/tmp/a,b/sock,1,2") == "/tmp/a,b/sock"
+    assert sockets.socket_from_tmux_env("") is None
+    assert sockets.socket_from_tmux_env(None) is None
+    assert sockets.socket_from_tmux_env("nocommas") is None
 
 
 def test_env_pane() -> None:
@@ -563,9 +569,9 @@ def test_env_pane() -> None:
 
 
 def test_query_argv_and_parse() -> None:
-    argv = direct.query_argv("tmux", "/s")
+    argv = oneshot.query_argv("tmux", "/s")
     assert argv[:6] == ["tmux", "-u", "-S", "/s", "-f", os.devnull]
-    assert argv.count(";") == 3 and argv[-3:] == ["display-message", "-p", direct.PID_FORMAT]
+    assert argv.count(";") == 3 and argv[-3:] == ["display-message", "-p", oneshot.PID_FORMAT]
     assert SESSION_FORMAT in argv and WINDOW_FORMAT in argv and PANE_FORMAT in argv
     out = "\n".join(
         [
@@ -577,13 +583,13 @@ def test_query_argv_and_parse() -> None:
             "",
         ]
     )
-    state = direct.parse_query("/tmp/tmux-1000/default", out)
+    state = oneshot.parse_query("/tmp/tmux-1000/default", out)
     assert state.pid == 4242 and set(state.panes) == {"%3", "%4"}
-    from tmuxlocd.location import build_locations
+    from tmuxlocd.core.location import build_locations
 
     assert build_locations(state)["%3"] == LOC
     with pytest.raises(RowError):
-        direct.parse_query("/s", "X\tnope\n")
+        oneshot.parse_query("/s", "X\tnope\n")
 
 
 @pytest.mark.parametrize(
@@ -608,7 +614,7 @@ def test_parse_query_names_by_tmux_version(version: str, window: str, session: s
             "",
         ]
     )
-    state = direct.parse_query("/s", out)
+    state = oneshot.parse_query("/s", out)
     assert state.pid == 4242
     assert state.windows["@2"].name == window and state.sessions["$1"].name == session
 
@@ -630,7 +636,7 @@ def test_candidate_sockets(tmp_path: Path) -> None:
 def test_direct_where_without_tty(tmp_path: Path) -> None:
     """A process with no controlling tty (and no ancestor with one) queries nothing."""
     code = (
-        "import msgspec, sys; from tmuxlocd import direct; "
+        "import msgspec, sys; from tmuxlocd.clients import direct; "
         "sys.stdout.buffer.write(msgspec.json.encode(direct.where_am_i(tmux='/nonexistent')))"
     )
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
@@ -659,6 +665,6 @@ def test_direct_query_keeps_a_raw_line_feed_in_a_window_name() -> None:
         "P\t@1\t%1\t0\t1\t/dev/pts/2\t11\t0\t0\t158\t40\t0\n"
         "V\t42\t3.3a\n"
     )
-    state = direct.parse_query("/s", out)
+    state = oneshot.parse_query("/s", out)
     assert {w.id: w.name for w in state.windows.values()} == {"@0": "bad\nname", "@1": "ok"}
     assert sorted(state.panes) == ["%0", "%1"]

@@ -8,10 +8,9 @@ import msgspec
 import pytest
 
 from tests.unit.test_cli_units import LOC
-from tmuxlocd import answers
-from tmuxlocd.activity import Activity, Outcome
-from tmuxlocd.cli import id_number, query_string
-from tmuxlocd.client_core import (
+from tmuxlocd.core import answers
+from tmuxlocd.core.activity import Activity, Outcome
+from tmuxlocd.core.client_core import (
     Call,
     ClientCore,
     ClientError,
@@ -21,7 +20,8 @@ from tmuxlocd.client_core import (
     SyncFailedError,
     _Backoff,
 )
-from tmuxlocd.events import Lagged, PaneAdded, Reset, SnapshotEvent, encoder
+from tmuxlocd.core.events import Lagged, PaneAdded, Reset, SnapshotEvent, encoder
+from tmuxlocd.core.urls import query_string, url_id
 
 # ----------------------------------------------------------------------------------------------
 # Requests.
@@ -150,12 +150,12 @@ def test_only_a_long_poll_has_its_own_read_timeout() -> None:
 
 
 def test_one_id_spelling() -> None:
-    assert id_number("%3", "pane") == id_number("3", "pane") == "3"
-    assert id_number("@2", "window") == "2" and id_number("$0", "session") == "0"
-    assert id_number("self", "window") == "self"
+    assert url_id("%3", "pane") == url_id("3", "pane") == "3"
+    assert url_id("@2", "window") == "2" and url_id("$0", "session") == "0"
+    assert url_id("self", "window") == "self"
     for bad in ("", "%", "@3", "%3a", "%-1", "%\u0663"):  # the last: an Arabic-Indic three
         with pytest.raises(ValueError):
-            id_number(bad, "pane")
+            url_id(bad, "pane")
     assert query_string({"a": "x,y", "b": None}) == "?a=x%2Cy"
     assert query_string({"a": "x,y"}, comma=True) == "?a=x,y"
 

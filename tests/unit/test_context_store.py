@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from tmuxlocd import context, harness
-from tmuxlocd.harness import State
+from tmuxlocd.clients import context
+from tmuxlocd.core import harness
+from tmuxlocd.core.harness import State
 
 A = (
     'tmux location:\nsession s, window 0 "w", pane 0 %1\nwindow active=1, pane active=1, '
@@ -60,7 +61,7 @@ def test_a_failed_write_leaves_the_old_state_and_no_temporary_file(
     def full(fd: int, data: bytes) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("tmuxlocd.context.os.write", full)
+    monkeypatch.setattr("tmuxlocd.clients.context.os.write", full)
     assert not store.save("claude-s", State(2, 3, '"f"', A))
     monkeypatch.undo()
     assert store.load("claude-s") == State(1, 2, '"e"', A)

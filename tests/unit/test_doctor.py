@@ -1,6 +1,6 @@
-"""``tmuxlocd doctor``'s decisions (``tmuxlocd.doctor``), on the files ``install`` writes.
+"""``tmuxlocd doctor``'s decisions (``tmuxlocd.clients.doctor``), on the files ``install`` writes.
 
-Every file here is made by ``tmuxlocd.install``'s own planning (``plan_files``) and then
+Every file here is made by ``tmuxlocd.clients.install``'s own planning (``plan_files``) and then
 changed the way a user, a harness or a moved installation changes it.  The Codex hashes are
 the ones Codex 0.169.0 itself computed (``codex app-server``, ``hooks/list``, ``currentHash``)
 for these very commands: the doctor's recipe is held to Codex's, not to itself.
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import tomlkit
 
-from tmuxlocd import doctor, doctor_probe, install
-from tmuxlocd.doctor import OK, PROBLEM, WARNING, Finding, PathFacts
+from tmuxlocd.clients import doctor, doctor_probe, install
+from tmuxlocd.clients.doctor import OK, PROBLEM, WARNING, Finding, PathFacts
 
 HOME = Path("/home/u")
 CWD = HOME / "work"
@@ -30,7 +30,7 @@ def venv(root: str) -> tuple[list[str], list[str]]:
     return [f"{root}/bin/tmuxlocd"], [
         f"{root}/bin/python3",
         "-S",
-        f"{root}/lib/python3.12/site-packages/tmuxlocd/context.py",
+        f"{root}/lib/python3.12/site-packages/tmuxlocd/context.py",  # as installs wrote it before
     ]
 
 

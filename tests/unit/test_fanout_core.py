@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 from tests.unit.test_queries import captured
 from tests.unit.test_streams import core, resized
-from tmuxlocd.events import SnapshotEvent, pane_key
-from tmuxlocd.hub import Hub, Published
-from tmuxlocd.location import Location
-from tmuxlocd.queries import Selection
-from tmuxlocd.streams import EventFrames, http_chunk
+from tmuxlocd.core.events import SnapshotEvent, pane_key
+from tmuxlocd.core.location import Location
+from tmuxlocd.core.queries import Selection
+from tmuxlocd.core.streams import EventFrames, http_chunk
+from tmuxlocd.daemon.hub import Hub, Published
 
 
 def dechunk(data: bytes) -> bytes:

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from bench.fanout_floor import layout_kind, rows_kinds
-from tmuxlocd.layout import pane_rects, parse_layout
-from tmuxlocd.observer import WAITER_MARK
+from tmuxlocd.core.attach import WAITER_MARK
+from tmuxlocd.core.layout import pane_rects, parse_layout
 
 LAYOUTS = sorted((Path(__file__).resolve().parents[1] / "data" / "layouts").glob("*.json"))
 

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_neighbors import layout_trees
-from tmuxlocd.errors import LayoutError
-from tmuxlocd.layout import (
+from tmuxlocd.core.errors import LayoutError
+from tmuxlocd.core.layout import (
     LayoutCell,
     format_layout,
     layout_checksum,
@@ -26,7 +26,7 @@ from tmuxlocd.layout import (
     parse_window_layout,
     tiled_boxes,
 )
-from tmuxlocd.location import (
+from tmuxlocd.core.location import (
     Location,
     ServerRef,
     layout_facts,
@@ -34,7 +34,7 @@ from tmuxlocd.location import (
     text_form,
     window_locations,
 )
-from tmuxlocd.model import Pane, Session, Window, Winlink
+from tmuxlocd.core.model import Pane, Session, Window, Winlink
 
 CAPTURED = json.loads((Path(__file__).resolve().parents[1] / "data" / "floating.json").read_text())
 SNAPSHOTS = [(version, snap) for version, snaps in sorted(CAPTURED.items()) for snap in snaps]

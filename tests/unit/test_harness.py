@@ -1,4 +1,4 @@
-"""The decisions of ``tmuxlocd context`` (``tmuxlocd.harness``), without any I/O."""
+"""The decisions of ``tmuxlocd context`` (``tmuxlocd.core.harness``), without any I/O."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmuxlocd import harness, paths
-from tmuxlocd.harness import (
+from tmuxlocd.core import harness
+from tmuxlocd.core.harness import (
     ABSENT,
     ORIGIN_START,
     ORIGIN_TURN,
@@ -39,7 +39,9 @@ from tmuxlocd.harness import (
     render,
     state_name,
 )
-from tmuxlocd.queries import SHARED_ANCESTOR
+from tmuxlocd.core.procstat import ProcStat
+from tmuxlocd.core.queries import SHARED_ANCESTOR
+from tmuxlocd.host import paths
 
 REPO = str(Path(__file__).resolve().parents[2])
 
@@ -799,9 +801,10 @@ def test_clients_find_a_daemon_whose_host_cleared_xdg_runtime_dir() -> None:
 
 def test_context_imports_nothing_heavy() -> None:
     code = (
-        "import sys; sys.path.insert(0, '.'); from tmuxlocd.cli import main; "
-        "import tmuxlocd.context; "
-        "heavy = {'msgspec', 'aiohttp', 'asyncio', 'tmuxlocd.client', 'tmuxlocd.location', "
+        "import sys; sys.path.insert(0, '.'); from tmuxlocd.clients.cli import main; "
+        "import tmuxlocd.clients.context; "
+        "heavy = {'msgspec', 'aiohttp', 'asyncio', 'tmuxlocd.clients.client', "
+        "'tmuxlocd.core.location', "
         "'typing', 'argparse', 'subprocess', 'socket', 'tomlkit', 'dataclasses', 'json', "
         "'re', 'collections'}; "
         "print(sorted(heavy & set(sys.modules)))"
@@ -811,6 +814,25 @@ def test_context_imports_nothing_heavy() -> None:
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("path", ["tmuxlocd/clients/context.py", "tmuxlocd/context.py"])
+def test_the_hook_file_runs_alone_from_its_depth(path: str, tmp_path: Path) -> None:
+    # As a harness starts it: ``python -S <file>`` from anywhere, with no site and no
+    # PYTHONPATH: the file finds its package by its own depth (the old path is one up).
+    # Nothing to tell (no daemon, no tmux): it exits 0 and prints nothing, after loading
+    # the hook module and none of the heavy ones.
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-S", str(Path(REPO) / path), "nonesuch"],
+        input="{}",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -852,7 +874,7 @@ def test_writer_tty(holders: list[harness.Holder], tty: int) -> None:
 
 
 def test_transcript_writers_are_the_processes_writing_it(tmp_path: Path) -> None:
-    from tmuxlocd import context
+    from tmuxlocd.clients import context
 
     transcript = tmp_path / "rollout.jsonl"
     transcript.write_bytes(b"")
@@ -872,7 +894,7 @@ def test_transcript_writers_are_the_processes_writing_it(tmp_path: Path) -> None
 
 
 def test_ancestor_writers_are_only_the_ancestors_writing_it(tmp_path: Path) -> None:
-    from tmuxlocd import context
+    from tmuxlocd.clients import context
 
     transcript = tmp_path / "rollout.jsonl"
     transcript.write_bytes(b"")
@@ -915,7 +937,9 @@ def test_an_ancestor_writing_the_transcript_settles_it_without_a_scan(
 ) -> None:
     """Below Codex's shared app-server, which writes every rollout itself: nothing, and no
     scan of every process."""
-    from tmuxlocd import context, identity
+    from tmuxlocd.clients import context
+    from tmuxlocd.core import caller
+    from tmuxlocd.host import identity
 
     log = tmp_path / "log"
     event = harness.HookEvent("codex", "UserPromptSubmit", harness.PROMPT, "s1", "", "/t.jsonl")
@@ -928,8 +952,8 @@ def test_an_ancestor_writing_the_transcript_settles_it_without_a_scan(
     me = os.getpid()
     monkeypatch.setattr(context, "transcript_writers", everyone)
     monkeypatch.setattr(context, "ancestor_writers", lambda *a: [harness.Holder(40, 0, True)])
-    monkeypatch.setattr(identity, "read_stat", lambda pid: identity.ProcStat(pid, 1, 0))
-    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: SHARED_ANCESTOR)
+    monkeypatch.setattr(identity, "read_stat", lambda pid: ProcStat(pid, 1, 0))
+    monkeypatch.setattr(caller, "nearest_tty_ancestor", lambda *a, **k: SHARED_ANCESTOR)
     reading = context.read_by_transcript(event, {context.DEBUG_LOG: str(log)})
     assert reading is harness.ABSENT and scanned == []
     assert "the transcript's writers have no tty: pids [40]" in log.read_text()
@@ -945,7 +969,9 @@ def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
 ) -> None:
     """The hook's nearest ancestor with a tty is on no pane's tty: the harness runs outside
     tmux, so a writer of its transcript in some pane is not asked about."""
-    from tmuxlocd import context, identity
+    from tmuxlocd.clients import context
+    from tmuxlocd.core import caller
+    from tmuxlocd.host import identity
 
     log = tmp_path / "log"
     event = harness.HookEvent("codex", "UserPromptSubmit", harness.PROMPT, "s1", "", "/t.jsonl")
@@ -956,12 +982,12 @@ def test_a_harness_on_a_tty_outside_tmux_is_not_placed_by_the_transcript(
         return []
 
     monkeypatch.setattr(context, "transcript_writers", writers)
-    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 34999)
+    monkeypatch.setattr(caller, "nearest_tty_ancestor", lambda *a, **k: 34999)
     reading = context.read_by_transcript(event, {context.DEBUG_LOG: str(log)})
     assert reading is harness.ABSENT and asked == []
     assert "nearest ancestor's is no pane's" in log.read_text()
-    monkeypatch.setattr(identity, "nearest_tty_ancestor", lambda *a, **k: 0)
-    monkeypatch.setattr(identity, "read_stat", lambda pid: identity.ProcStat(pid, 1, 0))
+    monkeypatch.setattr(caller, "nearest_tty_ancestor", lambda *a, **k: 0)
+    monkeypatch.setattr(identity, "read_stat", lambda pid: ProcStat(pid, 1, 0))
     assert context.read_by_transcript(event, {context.DEBUG_LOG: str(log)}) is harness.ABSENT
     assert asked == ["/t.jsonl"]
     assert "no process has the session's transcript open for writing" in log.read_text()

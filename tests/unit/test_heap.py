@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.tmuxtest import wait_until
-from tmuxlocd.heap import Trimmer, _malloc_trim
+from tmuxlocd.host.heap import Trimmer, _malloc_trim
 
 
 async def test_asking_often_gives_one_trim_after_the_delay() -> None:

@@ -9,22 +9,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd.identity import (
-    PeerFacts,
-    ProcStat,
+from tmuxlocd.core.caller import (
     ancestors,
     environ_pane,
     nearest_tty_ancestor,
     pane_id_hint,
-    parse_stat,
-    peer_credentials,
     pts_path,
-    read_stat,
     reread_stat,
     serves_sessions,
+)
+from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
+from tmuxlocd.core.queries import SHARED_ANCESTOR
+from tmuxlocd.host.identity import (
+    PeerFacts,
+    peer_credentials,
+    read_stat,
     tty_path,
 )
-from tmuxlocd.queries import SHARED_ANCESTOR
 
 # Field 7 is tty_nr; the rest of a real line follows it.
 _TAIL = "0 -1 4194560 123 0 0 0 1 2 0 0 20 0 1 0 12345 1000 200 18446744073709551615"
@@ -37,7 +38,10 @@ _TAIL = "0 -1 4194560 123 0 0 0 1 2 0 0 20 0 1 0 12345 1000 200 1844674407370955
 )
 def test_parse_stat_reads_after_the_last_paren(comm: str) -> None:
     line = f"4321 ({comm}) S 77 4321 4321 34816 {_TAIL}\n"
-    assert parse_stat(line) == ProcStat(pid=4321, ppid=77, tty_nr=34816)
+    stat = parse_stat(line)
+    assert (stat.pid, stat.ppid, stat.tty_nr, stat.comm) == (4321, 77, 34816, comm)
+    # _TAIL: field 8 (tpgid) is 0, 14 and 15 (utime, stime) are 0 and 1.
+    assert (stat.state, stat.pgrp, stat.tpgid, stat.utime, stat.stime) == ("S", 4321, 0, 0, 1)
 
 
 def test_parse_stat_of_this_process() -> None:
@@ -45,7 +49,8 @@ def test_parse_stat_of_this_process() -> None:
         st = parse_stat(f.read())
     assert st.pid == os.getpid()
     assert st.ppid == os.getppid()
-    assert read_stat(os.getpid()) == st
+    # What identity keeps: the fields that place the process (its CPU time moves meanwhile).
+    assert read_stat(os.getpid()) == placed(st)
 
 
 @pytest.mark.parametrize("text", ["", "garbage", "12 (x) S", "x (y) S 1 2 3 4"])
@@ -250,7 +255,16 @@ def test_a_reread_stat_line_gives_what_a_full_parse_gives(
         return f"4321 ({comm}) S {' '.join(fields)}\n".encode()
 
     first = parse_stat(line(ppid, tty_nr))
-    assert first == ProcStat(pid=4321, ppid=ppid, tty_nr=tty_nr, starttime=starttime)
+    assert first == ProcStat(
+        pid=4321,
+        ppid=ppid,
+        tty_nr=tty_nr,
+        starttime=starttime,
+        comm=comm,
+        state="S",
+        pgrp=9,
+        tpgid=0,
+    )
     assert reread_stat(line(ppid, tty_nr), first) == first
     assert reread_stat(line(1, 0), first) == first._replace(ppid=1, tty_nr=0)
 

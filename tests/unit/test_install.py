@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import tomlkit
 
-from tmuxlocd import install
-from tmuxlocd.install import (
+from tmuxlocd.clients import install
+from tmuxlocd.clients.install import (
     InstallError,
     add_hooks,
     add_sandbox_socket,
@@ -81,7 +81,7 @@ def test_claude_user(env: Env) -> None:
         "SessionStart",
         "UserPromptSubmit",
         "PostToolUse",
-        # agent state (tmuxlocd.agents), by the same command
+        # agent state (tmuxlocd.core.agents), by the same command
         "PermissionRequest",
         "Notification",
         "Stop",
@@ -379,9 +379,10 @@ def test_commands_are_recognised_however_quoted() -> None:
     assert hook_command(["/a b/tmuxlocd", "context"], "claude", 250) == (
         "'/a b/tmuxlocd' context claude --min-interval-ms 250"
     )
-    fast = hook_command(["/v/bin/python3", "-S", "/v/lib/tmuxlocd/context.py"], "codex")
-    assert fast == "/v/bin/python3 -S /v/lib/tmuxlocd/context.py codex"
-    assert is_ours(fast) and is_ours("'/a b/python' -S '/a b/tmuxlocd/context.py' gemini")
+    fast = hook_command(["/v/bin/python3", "-S", "/v/lib/tmuxlocd/clients/context.py"], "codex")
+    assert fast == "/v/bin/python3 -S /v/lib/tmuxlocd/clients/context.py codex"
+    assert is_ours(fast) and is_ours("'/a b/python' -S '/a b/tmuxlocd/clients/context.py' gemini")
+    assert is_ours("/v/bin/python3 -S /v/lib/tmuxlocd/context.py codex")  # before the layers
     assert not is_ours("python3 /x/context.py codex")
 
 
@@ -413,7 +414,7 @@ def test_this_installation_by_absolute_paths() -> None:
     assert Path(exe[0]).is_absolute()
     hook = install.this_hook()
     assert hook[1] == "-S" and Path(hook[0]).is_absolute()
-    assert hook[2] == str(Path(REPO) / "tmuxlocd" / "context.py")
+    assert hook[2] == str(Path(REPO) / "tmuxlocd" / "clients" / "context.py")
 
 
 def test_a_moved_virtualenvs_script_is_not_this_installations_command(
@@ -426,12 +427,12 @@ def test_a_moved_virtualenvs_script_is_not_this_installations_command(
     python = bin_dir / "python"
     python.symlink_to(sys.executable)
     script = bin_dir / "tmuxlocd"
-    script.write_text("#!/old/venv/bin/python\nfrom tmuxlocd.cli import main\n")
+    script.write_text("#!/old/venv/bin/python\nfrom tmuxlocd.clients.cli import main\n")
     script.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(python))
     monkeypatch.setattr(sys, "argv", [str(script)])
     assert install.this_tmuxlocd() == [str(python), "-m", "tmuxlocd"]
-    script.write_text(f"#!{python}\nfrom tmuxlocd.cli import main\n")
+    script.write_text(f"#!{python}\nfrom tmuxlocd.clients.cli import main\n")
     assert install.this_tmuxlocd() == [str(script)]
     assert install.script_interpreter(str(script)) == str(python)
     assert install.script_interpreter(sys.executable) is None  # a binary
@@ -450,7 +451,7 @@ def test_the_default_hook_replaces_an_older_form(env: Env) -> None:
 
 
 def test_systemd_units_are_packaged_and_linked_from_the_top_level() -> None:
-    from tmuxlocd.install import packaged_file
+    from tmuxlocd.clients.install import packaged_file
 
     for name, top in [
         ("tmuxlocd.service", "systemd"),
@@ -461,7 +462,7 @@ def test_systemd_units_are_packaged_and_linked_from_the_top_level() -> None:
 
 
 def test_systemd_install_dry_run_remove(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tmuxlocd.install import packaged_file
+    from tmuxlocd.clients.install import packaged_file
 
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     units = env.home / ".config" / "systemd" / "user"
@@ -732,7 +733,7 @@ def test_systemd_has_no_sandbox(env: Env) -> None:
 
 
 def test_codex_next_steps_tell_of_the_shared_app_server() -> None:
-    from tmuxlocd import install
+    from tmuxlocd.clients import install
 
     steps = install.next_steps("codex", False, ["tmuxlocd"], False)
     assert install.CODEX_SHARED_SERVER in steps

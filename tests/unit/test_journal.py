@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd.events import Lagged, Reset, ServerDown
-from tmuxlocd.journal import Journal
-from tmuxlocd.location import ServerRef
+from tmuxlocd.core.events import Lagged, Reset, ServerDown
+from tmuxlocd.core.journal import Journal
+from tmuxlocd.core.location import ServerRef
 
 
 def down() -> ServerDown:
@@ -86,7 +86,7 @@ def test_a_replayed_event_is_the_one_published() -> None:
     # from captured tmux replies, pane.changed and pane.removed, activity in its own ring).
     from tests.unit.test_queries import captured
     from tests.unit.test_streams import resized
-    from tmuxlocd.hub import Hub
+    from tmuxlocd.daemon.hub import Hub
 
     hub = Hub()
     state = captured()

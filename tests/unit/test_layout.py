@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tmuxlocd.errors import LayoutError
-from tmuxlocd.layout import (
+from tmuxlocd.core.errors import LayoutError
+from tmuxlocd.core.layout import (
     MAX_DEPTH,
     LayoutCell,
     Rect,

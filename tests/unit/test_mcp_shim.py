@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("mcp")
 
 from tests.tmuxtest import wait_until
-from tmuxlocd import mcp as shim
-from tmuxlocd.client import Caller, SelfInfo
-from tmuxlocd.events import Event, PaneChanged, SnapshotEvent
-from tmuxlocd.location import (
+from tmuxlocd.clients import mcp as shim
+from tmuxlocd.clients.client import Caller, SelfInfo
+from tmuxlocd.core.events import Event, PaneChanged, SnapshotEvent
+from tmuxlocd.core.location import (
     Location,
     Neighbors,
     PaneRef,
@@ -223,7 +223,7 @@ class _FailingSync:
         self.fresh: list[bool] = []
 
     async def where_am_i(self, *, fresh: bool = False) -> SelfInfo:
-        from tmuxlocd.client import SyncFailedError
+        from tmuxlocd.clients.client import SyncFailedError
 
         self.fresh.append(fresh)
         if fresh:
@@ -267,7 +267,7 @@ class _Agents:
         self.scopes: list[str] = []
 
     async def agents(self, scope: str = "window", state: str | None = None) -> Any:
-        from tmuxlocd.agent_view import AgentInfo, AgentList
+        from tmuxlocd.core.agent_view import AgentInfo, AgentList
 
         self.scopes.append(scope)
         one = AgentInfo(

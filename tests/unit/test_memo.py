@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd.memo import Kept
+from tmuxlocd.core.memo import Kept
 
 
 def test_an_answer_is_kept_for_its_version_and_question_only() -> None:

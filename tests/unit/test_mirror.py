@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd import spelling
-from tmuxlocd.errors import CommandFailed, RowError
-from tmuxlocd.mirror import (
+from tmuxlocd.core import spelling
+from tmuxlocd.core.errors import CommandFailed, RowError
+from tmuxlocd.core.mirror import (
     BARRIER_TRIES,
     HOOK_INDEX,
     LAYOUTS_LIMIT,
@@ -33,8 +33,8 @@ from tmuxlocd.mirror import (
     run_reread,
     uses_message_hooks,
 )
-from tmuxlocd.model import DIGEST_NAME, PANE_WINDOW_FORMAT, Pane, Window, group_panes
-from tmuxlocd.protocol import (
+from tmuxlocd.core.model import DIGEST_NAME, PANE_WINDOW_FORMAT, Pane, Window, group_panes
+from tmuxlocd.core.protocol import (
     NEED_DATA,
     ConfigError,
     ControlParser,

@@ -1,6 +1,6 @@
 """Rows -> model -> Locations -> diff/text form, on rows captured from tmux 3.3a.
 
-The rows below were produced by the row formats of tmuxlocd.model on a private tmux 3.3a
+The rows below were produced by the row formats of tmuxlocd.core.model on a private tmux 3.3a
 server (a 160x48 session "work" with a window split left/right, a second window, and a
 window linked into a second session).
 """
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmuxlocd.errors import RowError
-from tmuxlocd.events import (
+from tmuxlocd.core.errors import RowError
+from tmuxlocd.core.events import (
     PaneAdded,
     PaneChanged,
     PaneRemoved,
@@ -23,15 +23,14 @@ from tmuxlocd.events import (
     encoder,
     pane_key,
 )
-from tmuxlocd.hub import Hub
-from tmuxlocd.location import (
+from tmuxlocd.core.location import (
     LocationBuilder,
     Neighbors,
     build_locations,
     changed_fields,
     text_form,
 )
-from tmuxlocd.model import (
+from tmuxlocd.core.model import (
     PANE_FORMAT,
     SESSION_FORMAT,
     WINDOW_FORMAT,
@@ -43,6 +42,7 @@ from tmuxlocd.model import (
     parse_window_query,
     state_from_rows,
 )
+from tmuxlocd.daemon.hub import Hub
 
 SESSIONS = ["S\t$0\t1\twork", "S\t$1\t0\tother"]
 WINDOWS = [

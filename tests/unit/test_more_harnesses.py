@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from tmuxlocd import doctor, harness, install
-from tmuxlocd.doctor import OK, PROBLEM, PathFacts
-from tmuxlocd.harness import PROMPT, START, TOOL, parse_event, render
+from tmuxlocd.clients import doctor, install
+from tmuxlocd.clients.doctor import OK, PROBLEM, PathFacts
+from tmuxlocd.core import harness
+from tmuxlocd.core.harness import PROMPT, START, TOOL, parse_event, render
 
 EXE = ["/opt/tools/venv/bin/tmuxlocd"]
-HOOK = ["/opt/tools/venv/bin/python3", "-S", "/opt/tools/venv/lib/tmuxlocd/context.py"]
+HOOK = ["/opt/tools/venv/bin/python3", "-S", "/opt/tools/venv/lib/tmuxlocd/clients/context.py"]
 HOME = Path("/home/u")
 CWD = Path("/home/u/project")
 ENV: dict[str, str] = {}
@@ -122,7 +123,7 @@ def test_the_hook_end_to_end_for_copilot(tmp_path: Path) -> None:
     """``python -S context.py copilot --event sessionStart`` outside tmux (no pane): prints
     nothing, exits 0, even for a payload it acts on."""
     env = {"PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(tmp_path), "HOME": str(tmp_path)}
-    script = str(Path(harness.__file__).with_name("context.py"))
+    script = str(Path(harness.__file__).parents[1] / "clients" / "context.py")
     proc = subprocess.run(
         [sys.executable, "-S", script, "copilot", "--event", "sessionStart"],
         input=data(COPILOT_START),
@@ -327,7 +328,7 @@ def test_doctor_opencode_plugin_that_is_not_ours() -> None:
 def test_antigravity_is_told_every_turn_and_labelled() -> None:
     """An ephemeral step lasts one turn: each turn's first model call is told the location,
     unchanged or not, with its turn; the state keeps the turn count."""
-    from tmuxlocd.harness import Reading, conclude, plan
+    from tmuxlocd.core.harness import Reading, conclude, plan
 
     block = 'tmux location:\nsession s, window 0 "w", pane 0 %1\n'
     prior = None

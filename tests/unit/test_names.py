@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd.names import output_escapes_dollars, undo_output_dollars, unvis
-from tmuxlocd.protocol import ControlParser, Reply, SessionRenamed, WindowRenamed
+from tmuxlocd.core.names import output_escapes_dollars, undo_output_dollars, unvis
+from tmuxlocd.core.protocol import ControlParser, Reply, SessionRenamed, WindowRenamed
 
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "data" / "transcripts"
 

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tmuxlocd.errors import LayoutError
-from tmuxlocd.layout import (
+from tmuxlocd.core.errors import LayoutError
+from tmuxlocd.core.layout import (
     DIRECTIONS,
     Direction,
     LayoutCell,
@@ -33,7 +33,7 @@ from tmuxlocd.layout import (
     pane_rects,
     parse_layout,
 )
-from tmuxlocd.location import Neighbors, pane_neighbors
+from tmuxlocd.core.location import Neighbors, pane_neighbors
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "layouts"
 CAPTURES = {path.stem: json.loads(path.read_text()) for path in sorted(DATA.glob("*.json"))}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tmuxlocd import install
+from tmuxlocd.clients import install
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")

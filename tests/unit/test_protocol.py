@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd.errors import ProtocolError
-from tmuxlocd.protocol import (
+from tmuxlocd.core.errors import ProtocolError
+from tmuxlocd.core.protocol import (
     NEED_DATA,
     ClientDetached,
     ClientSessionChanged,

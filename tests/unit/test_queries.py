@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tmuxlocd.answers import DirectionNeighbors, PaneNeighbors
-from tmuxlocd.api.context import Rereads
-from tmuxlocd.mirror import Dirty, ServerMirror, run_reread
-from tmuxlocd.model import ServerState
-from tmuxlocd.protocol import Reply
-from tmuxlocd.queries import (
+from tmuxlocd.core.answers import DirectionNeighbors, PaneNeighbors
+from tmuxlocd.core.mirror import Dirty, ServerMirror, run_reread
+from tmuxlocd.core.model import ServerState
+from tmuxlocd.core.protocol import Reply
+from tmuxlocd.core.queries import (
     SHARED_ANCESTOR,
     CallerFacts,
     QueryError,
@@ -28,6 +27,7 @@ from tmuxlocd.queries import (
     select,
     tree,
 )
+from tmuxlocd.daemon.api.context import Rereads
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "mirror"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.report import Row, build_rows
-from bench.runner import Results
+from bench.rig import Results
 
 
 def _b4_goal(res: Results) -> Row:

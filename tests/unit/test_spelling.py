@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tmuxlocd import spelling
-from tmuxlocd.spelling import COMMAND_NAMES, SHORT, USED, choose, parse_alias_names, spellings
+from tmuxlocd.core import spelling
+from tmuxlocd.core.spelling import COMMAND_NAMES, SHORT, USED, choose, parse_alias_names, spellings
 
 
 def resolves(word: str) -> str | None:

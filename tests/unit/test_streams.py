@@ -9,11 +9,11 @@ import json
 import msgspec
 
 from tests.unit.test_queries import captured
-from tmuxlocd.events import CHANGE_TYPES
-from tmuxlocd.hub import Hub
-from tmuxlocd.model import ServerState
-from tmuxlocd.queries import Selection
-from tmuxlocd.streams import SnapshotFrames, StreamCore
+from tmuxlocd.core.events import CHANGE_TYPES
+from tmuxlocd.core.model import ServerState
+from tmuxlocd.core.queries import Selection
+from tmuxlocd.core.streams import SnapshotFrames, StreamCore
+from tmuxlocd.daemon.hub import Hub
 
 
 def core(

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from tmuxlocd import spelling
-from tmuxlocd.hub import Hub
-from tmuxlocd.mirror import LAYOUTS_OPTION
-from tmuxlocd.observer import ALIVE, WAITER_CHAIN, WAITER_MARK, ServerObserver
+from tmuxlocd.core import spelling
+from tmuxlocd.core.attach import ALIVE, WAITER_CHAIN, WAITER_MARK, channel, waiter_argv
+from tmuxlocd.core.mirror import LAYOUTS_OPTION
 
 
 def test_the_waiter_is_a_utf8_client_serving_a_chain_of_rounds() -> None:
-    observer = ServerObserver(Hub(), "/nonexistent/sock", tmux="tmux", hooks=True)
-    observer.mirror.client_name = "client-4242"
-    argv = observer.waiter_argv()
+    argv = waiter_argv("tmux", "/nonexistent/sock", spelling.PLAIN, channel(42), "client-4242")
     # Without -u a client of the waiter's cut environment gets "_" for every TAB.
     assert argv[:4] == ["tmux", "-u", "-S", "/nonexistent/sock"]
     assert argv.count("wait-for") == WAITER_CHAIN
@@ -19,7 +16,7 @@ def test_the_waiter_is_a_utf8_client_serving_a_chain_of_rounds() -> None:
     # Each round: wait, check our control client is there, print the mark and the rows the
     # hooks left, clear them.
     assert argv[4:20] == [
-        "wait-for", observer.channel, ";",
+        "wait-for", "tmuxlocd-42", ";",
         "refresh-client", "-t", "client-4242", "-B", ALIVE, ";",
         "display-message", "-p", f"{WAITER_MARK}#{{{LAYOUTS_OPTION}}}", ";",
         "set-option", "-su", LAYOUTS_OPTION,
@@ -30,7 +27,6 @@ def test_the_waiter_is_a_utf8_client_serving_a_chain_of_rounds() -> None:
 
 
 def test_the_waiter_respells_its_commands() -> None:
-    observer = ServerObserver(Hub(), "/nonexistent/sock", tmux="tmux", hooks=True)
-    observer.mirror.spell = spelling.choose(["wait-for", "set-option"])
-    argv = observer.waiter_argv()
+    spell = spelling.choose(["wait-for", "set-option"])
+    argv = waiter_argv("tmux", "/nonexistent/sock", spell, channel(42), "client-4242")
     assert "wait-for" not in argv and "set-option" not in argv

@@ -1,0 +1,1096 @@
+"""``tmuxlocd install <harness>``: the hooks of ``tmuxlocd context`` and the MCP server entry in
+a harness's configuration (SPEC §10).
+
+The edits are pure functions of the file's text (``plan_files``); ``main`` reads, diffs and
+writes.  Every entry is recognised by its command (``tmuxlocd context <harness>``,
+``tmuxlocd mcp``), so installing twice changes nothing the second time, installing again
+with other options replaces what was there, and ``--remove`` takes out exactly those entries
+and the containers it left empty.  A file that cannot be parsed is never touched.
+
+``--allow-sandbox`` adds the daemon's socket, and nothing else, to the one per-socket allow
+list a harness has (Claude Code's ``sandbox.network.allowUnixSockets``), so that the sandboxed
+shell tool can ask the daemon where it is: the daemon answers read-only questions and checks
+its peer.  Nothing else of the sandbox is changed; ``--remove`` takes that entry out with the
+rest.  A harness without such a list gets nothing written and is told why (SPEC §7, §8).
+
+Formatting: JSON files are written back with their own indentation, key order and final
+newline (byte for byte what they were when they were written as ``JSON.stringify(x, null,
+2)`` is, as these harnesses write them); TOML (``~/.codex/config.toml``) is edited with
+``tomlkit``, which keeps comments, ordering and spacing.
+
+``tmuxlocd install systemd`` writes the user units shipped in the package
+(``tmuxlocd/data/tmuxlocd.service`` and ``.socket``) to ``~/.config/systemd/user/``.  A unit
+already there that differs from the packaged one is never overwritten (nor removed): the
+diff is shown and the command fails, for the user to merge by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import importlib.resources
+import json
+import os
+import re
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tmuxlocd.core.agents import STATE_EVENTS
+from tmuxlocd.core.harness import EVENT_IN_ARGV, HARNESSES, SHELL_TOOL
+
+MCP_NAME = "tmux"
+# Codex starts MCP servers with a cleared environment: these let the shim find its pane's
+# server hints and the daemon.
+CODEX_ENV_VARS = ["TMUX", "TMUX_PANE", "XDG_RUNTIME_DIR", "TMUXLOCD_SOCKET"]
+HOOK_TIMEOUT_S = 10
+
+# The events each harness's hook is installed for, with the matcher of the tool event.
+HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
+    "claude": [
+        ("SessionStart", None),
+        ("UserPromptSubmit", None),
+        ("PostToolUse", SHELL_TOOL["claude"]),
+    ],
+    "codex": [
+        ("SessionStart", None),
+        ("UserPromptSubmit", None),
+        ("PostToolUse", SHELL_TOOL["codex"]),
+    ],
+    "gemini": [
+        ("SessionStart", None),
+        ("BeforeAgent", None),
+        ("AfterTool", SHELL_TOOL["gemini"]),
+        ("PreCompress", None),
+    ],
+    # No sessionStart: Copilot CLI 1.0.102 runs it concurrently with the first prompt's hook
+    # (it waits for both only before the model request), so both would tell the location.
+    # The first prompt tells it; every prompt's text is kept in a resumed history.
+    "copilot": [("userPromptSubmitted", None), ("postToolUse", None)],
+    "qwen": [
+        ("SessionStart", None),
+        ("UserPromptSubmit", None),
+        ("PostToolUse", SHELL_TOOL["qwen"]),
+    ],
+    "opencode": [],  # a plugin, not hooks (OPENCODE_PLUGIN)
+    # Antigravity CLI matches every tool with "" (and needs a matcher in each group).
+    "antigravity": [("PreInvocation", "")],
+}
+
+# The harnesses whose hooks file is a flat list per event, each entry with the command under
+# "bash" (Copilot CLI: {"version": 1, "hooks": {"<event>": [{"type": "command", "bash": ...,
+# "timeoutSec": ...}]}}).
+FLAT_HOOKS = frozenset(("copilot",))
+COPILOT_HOOKS_VERSION = 1
+# Agent state (tmuxlocd.core.agents): the same hook command for the events that only report it
+# (the events above report it too, in the same process).
+for _harness, _events in STATE_EVENTS.items():
+    HOOK_EVENTS[_harness] += _events
+
+# The hook's file is ``tmuxlocd/clients/context.py``; installs before the package had layers
+# wrote ``tmuxlocd/context.py`` (still shipped, it runs the same hook): both are ours.
+_OURS = re.compile(
+    r"(?:(?:^|[\s/'\"])tmuxlocd['\"]?\s+context|/tmuxlocd/(?:clients/)?context\.py['\"]?)"
+    r"\s+(?:claude|codex|gemini|copilot|qwen|opencode|antigravity)\b"
+)
+
+
+class InstallError(Exception):
+    """A file that cannot be edited safely (it does not parse, or has an unexpected shape)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure: commands and entries.
+
+
+def is_ours(command: object) -> bool:
+    return isinstance(command, str) and _OURS.search(command) is not None
+
+
+def hook_command(
+    launcher: Sequence[str], harness: str, min_interval_ms: int = 0, event: str = ""
+) -> str:
+    """The hook's shell command: ``launcher`` (``[<python>, -S, <package>/clients/context.py]`` or
+    ``[<tmuxlocd>, context]``), the harness, the floor, and for a harness that writes no event
+    name on stdin, the event."""
+    argv = [*launcher, harness]
+    if min_interval_ms:
+        argv += ["--min-interval-ms", str(min_interval_ms)]
+    if event:
+        argv += ["--event", event]
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def hook_entry(harness: str, command: str) -> dict[str, Any]:
+    if harness == "gemini":  # milliseconds, and a name for its /hooks listing
+        return {
+            "name": "tmuxlocd",
+            "type": "command",
+            "command": command,
+            "timeout": HOOK_TIMEOUT_S * 1000,
+        }
+    if harness == "qwen":
+        # Seconds in Qwen Code 0.24, milliseconds before; from 1000 up it reads
+        # milliseconds in both, so this is 10 s in every version.
+        return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * 1000}
+    if harness == "copilot":
+        return {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_S}
+    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}  # seconds
+
+
+def entry_command(entry: object) -> object:
+    """The command of a hook entry: ``command``, or Copilot CLI's ``bash``."""
+    if not isinstance(entry, dict):
+        return None
+    return entry.get("command", entry.get("bash"))
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InstallError(f"{where} is not a JSON object")
+    return value
+
+
+def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without any hook running ``tmuxlocd context``, nor the groups, events and
+    ``hooks`` object that left empty."""
+    out = copy.deepcopy(data)
+    hooks = out.get("hooks")
+    if hooks is None:
+        return out
+    hooks = _object(hooks, '"hooks"')
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and "hooks" not in group and is_ours(entry_command(group)):
+                continue  # a flat entry (Copilot CLI) of ours
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list):
+                kept.append(group)
+                continue
+            mine = [e for e in entries if isinstance(e, dict) and is_ours(e.get("command"))]
+            if not mine:
+                kept.append(group)
+            elif len(mine) < len(entries):
+                kept.append({**group, "hooks": [e for e in entries if e not in mine]})
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks:
+        del out["hooks"]
+    return out
+
+
+def add_hooks(
+    data: dict[str, Any], harness: str, command: str, launcher: Sequence[str] = ()
+) -> dict[str, Any]:
+    """``data`` with this harness's hooks running ``command`` (any older ones replaced).  For
+    a harness that needs the event in the command (``EVENT_IN_ARGV``), ``command`` is the
+    hook without it and each event's command adds ``--event <event>``."""
+    out = remove_hooks(data)
+    if harness in FLAT_HOOKS and "version" not in out:
+        out = {"version": COPILOT_HOOKS_VERSION, **out}
+    hooks = _object(out.setdefault("hooks", {}), '"hooks"')
+    for event, matcher in HOOK_EVENTS[harness]:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise InstallError(f'"hooks.{event}" is not a list')
+        this = f"{command} --event {shlex.quote(event)}" if harness in EVENT_IN_ARGV else command
+        if harness in FLAT_HOOKS:
+            groups.append(hook_entry(harness, this))
+            continue
+        group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
+        group["hooks"] = [hook_entry(harness, this)]
+        groups.append(group)
+    return out
+
+
+def mcp_entry(exe: Sequence[str]) -> dict[str, Any]:
+    return {"command": exe[0], "args": [*exe[1:], "mcp"]}
+
+
+def is_our_mcp(entry: object) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    command, args = entry.get("command"), entry.get("args")
+    if not isinstance(command, str) or not isinstance(args, list) or not args:
+        return False
+    words = [command, *[str(a) for a in args]]
+    return words[-1] == "mcp" and any(
+        w == "tmuxlocd" or w.endswith("/tmuxlocd") for w in words[:-1]
+    )
+
+
+def add_mcp(
+    data: dict[str, Any], exe: Sequence[str], harness: str = ""
+) -> tuple[dict[str, Any], str | None]:
+    """``data`` with ``mcpServers.tmux``; a note when a server of that name is someone
+    else's (left alone).  Copilot CLI's entries also name their type and tools."""
+    out = copy.deepcopy(data)
+    servers = _object(out.setdefault("mcpServers", {}), '"mcpServers"')
+    current = servers.get(MCP_NAME)
+    if current is not None and not is_our_mcp(current):
+        return copy.deepcopy(data), f'an MCP server named "{MCP_NAME}" exists: left alone'
+    entry = mcp_entry(exe)
+    if harness == "copilot":
+        entry = {"type": "local", **entry, "tools": ["*"]}
+    servers[MCP_NAME] = entry
+    return out, None
+
+
+def remove_mcp(data: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    servers = out.get("mcpServers")
+    if isinstance(servers, dict) and is_our_mcp(servers.get(MCP_NAME)):
+        del servers[MCP_NAME]
+        if not servers:
+            del out["mcpServers"]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure: the harness's sandbox and the daemon's socket.
+
+ALLOW_SANDBOX = "--allow-sandbox"
+# Claude Code's per-socket allow list (settings.json); see docs/harnesses.md.
+CLAUDE_SOCKETS = ("sandbox", "network", "allowUnixSockets")
+
+
+def _sandbox_network(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``sandbox.network`` of Claude Code's settings (None when absent); an error for a shape
+    this cannot edit safely."""
+    sandbox = data.get("sandbox")
+    if sandbox is None:
+        return None
+    network = _object(sandbox, '"sandbox"').get("network")
+    if network is None:
+        return None
+    return _object(network, '"sandbox.network"')
+
+
+def allowed_sockets(data: dict[str, Any]) -> list[str]:
+    """The paths in ``sandbox.network.allowUnixSockets`` ([] when absent)."""
+    network = _sandbox_network(data)
+    sockets = [] if network is None else network.get("allowUnixSockets", [])
+    if not isinstance(sockets, list) or not all(isinstance(s, str) for s in sockets):
+        raise InstallError('"sandbox.network.allowUnixSockets" is not a list of paths')
+    return sockets
+
+
+# The daemon's socket wherever paths.default_socket_path puts it without TMUXLOCD_SOCKET.
+_DEFAULT_SOCKET = re.compile(r"/(?:.+/tmuxlocd|tmp/tmuxlocd-\d+)/tmuxlocd\.sock")
+
+
+def is_our_socket(path: str, socket: str) -> bool:
+    """``path`` is the daemon's socket: ``socket`` (where clients look now), or where the
+    daemon listens by default in another environment (another ``XDG_RUNTIME_DIR``)."""
+    return path == socket or _DEFAULT_SOCKET.fullmatch(path) is not None
+
+
+def add_sandbox_socket(data: dict[str, Any], socket: str) -> dict[str, Any]:
+    """``data`` with ``socket`` in ``sandbox.network.allowUnixSockets`` (once, replacing a
+    default path of the daemon's from another environment); nothing else of ``sandbox`` is
+    touched (not ``enabled``, not ``allowAllUnixSockets``)."""
+    if not os.path.isabs(socket):
+        raise InstallError(f"the daemon's socket {socket!r} is not an absolute path")
+    if socket in allowed_sockets(data):
+        return copy.deepcopy(data)
+    out = remove_sandbox_socket(data, socket)
+    sandbox = _object(out.setdefault("sandbox", {}), '"sandbox"')
+    network = _object(sandbox.setdefault("network", {}), '"sandbox.network"')
+    network.setdefault("allowUnixSockets", []).append(socket)
+    return out
+
+
+def remove_sandbox_socket(data: dict[str, Any], socket: str) -> dict[str, Any]:
+    """``data`` without the daemon's socket (``is_our_socket``) in
+    ``sandbox.network.allowUnixSockets``, nor the list, ``network`` and ``sandbox`` objects
+    that left empty."""
+    if not any(is_our_socket(s, socket) for s in allowed_sockets(data)):
+        return copy.deepcopy(data)
+    out = copy.deepcopy(data)
+    sandbox = out["sandbox"]
+    network = sandbox["network"]
+    network["allowUnixSockets"] = [
+        s for s in network["allowUnixSockets"] if not is_our_socket(s, socket)
+    ]
+    if not network["allowUnixSockets"]:
+        del network["allowUnixSockets"]
+        if not network:
+            del sandbox["network"]
+            if not sandbox:
+                del out["sandbox"]
+    return out
+
+
+def gemini_sandboxed(data: dict[str, Any], env: dict[str, str]) -> bool:
+    """Whether Gemini CLI is set to sandbox: ``GEMINI_SANDBOX`` or ``tools.sandbox``."""
+    if env.get("GEMINI_SANDBOX", "").strip().lower() not in ("", "0", "false"):
+        return True
+    tools = data.get("tools")
+    return isinstance(tools, dict) and tools.get("sandbox") not in (None, False, "")
+
+
+def sandbox_notes(
+    harness: str,
+    socket: str,
+    *,
+    allow: bool,
+    platform: str,
+    allowed: bool = False,
+    allow_all: bool = False,
+    sandboxed: bool = True,
+) -> list[str]:
+    """What ``install`` says about the harness's sandbox: with ``allow`` (``--allow-sandbox``),
+    what the allow does or why nothing was written; without it, a one-line offer where the
+    flag would do something.  ``allowed``: the socket is in Claude Code's list already;
+    ``allow_all``: its ``allowAllUnixSockets`` is true; ``sandboxed``: Gemini CLI is set to
+    sandbox."""
+    if harness == "claude":
+        if allow_all:
+            return [
+                (
+                    "sandbox.network.allowAllUnixSockets is true: the sandboxed Bash tool reaches "
+                    "every Unix socket already, tmux's included (left as it is)"
+                )
+            ]
+        if not allow:
+            if allowed or platform != "darwin":  # on Linux the list is not read (yet)
+                return []
+            return [
+                (
+                    "Claude Code's sandbox (sandbox.enabled) keeps its Bash tool from the "
+                    f"daemon's socket; re-run with {ALLOW_SANDBOX} to allow that one ({socket})"
+                )
+            ]
+        if platform != "darwin":
+            return [
+                (
+                    f"{socket} is in sandbox.network.allowUnixSockets, which Claude Code applies "
+                    "on macOS only: on Linux its sandbox refuses every new Unix socket (seccomp "
+                    "cannot tell paths apart), so the sandboxed Bash tool still cannot reach the "
+                    "daemon there.  The one Linux setting, allowAllUnixSockets, would open every "
+                    "socket, tmux's included: not written."
+                )
+            ]
+        return []
+    if harness == "codex":
+        if not allow:
+            return [
+                (
+                    "Codex's sandbox keeps its shell from the daemon's socket; "
+                    f"{ALLOW_SANDBOX} says why tmuxlocd cannot allow it alone"
+                )
+            ]
+        return [
+            (
+                "nothing written for Codex's sandbox: its one per-socket allow is in a permission "
+                "profile (beta), [permissions.<profile>.network.unix_sockets], which does not "
+                "apply under sandbox_mode / [sandbox_workspace_write] and is not read on Linux, "
+                "where the sandbox refuses every Unix socket first."
+            ),
+            (
+                "on macOS, with a permission profile of yours: add "
+                f'"{socket}" = "allow" under [permissions.<profile>.network.unix_sockets].'
+            ),
+            (
+                "otherwise the sandboxed shell reaches the daemon only with network access on "
+                "([sandbox_workspace_write] network_access = true), which opens every other "
+                "destination too: not written.  The hooks and the MCP server are outside that "
+                "sandbox and reach the daemon either way."
+            ),
+        ]
+    if harness != "gemini":
+        if not allow:
+            return []
+        return [
+            (
+                f"nothing written for {harness}'s sandbox: tmuxlocd knows no setting there that "
+                "allows one Unix socket"
+            )
+        ]
+    if not allow:
+        if not sandboxed:
+            return []
+        return [
+            (
+                "Gemini CLI's sandbox keeps its shell from the daemon's socket; "
+                f"{ALLOW_SANDBOX} says why tmuxlocd cannot allow it alone"
+            )
+        ]
+    return [
+        (
+            "nothing written for Gemini CLI's sandbox: a container (docker, podman, runsc, lxc) "
+            "or a macOS Seatbelt profile (SEATBELT_PROFILE), neither with a setting for one Unix "
+            "socket.  The *-open Seatbelt profiles allow the network, the socket with it; a "
+            "container would need the socket's directory mounted (SANDBOX_MOUNTS), and a process "
+            "in a container is no descendant of a tmux pane: the daemon could not place it."
+        )
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure: file texts.
+
+
+def load_json(text: str, path: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InstallError(f"{path}: not valid JSON ({exc}); left untouched") from None
+    if not isinstance(value, dict):
+        raise InstallError(f"{path}: not a JSON object; left untouched")
+    return value
+
+
+def json_indent(text: str) -> int | str:
+    """The indentation of a JSON text's first nested line (2 if none)."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            lead = line[: len(line) - len(stripped)]
+            return lead if "\t" in lead else len(lead)
+    return 2
+
+
+def dump_json(data: dict[str, Any], like: str) -> str:
+    """``data`` formatted as ``like`` is; "" (no file) for an empty object, which every
+    harness reads as it reads a missing file."""
+    if not data:
+        return ""
+    text = json.dumps(data, indent=json_indent(like), ensure_ascii=False)
+    return text + "\n" if like.endswith("\n") or not like else text
+
+
+def edit_json(text: str, path: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> str:
+    before = load_json(text, path)
+    try:
+        after = edit(before)
+    except InstallError as exc:
+        raise InstallError(f"{path}: {exc}; left untouched") from None
+    if after == before:
+        return text  # nothing to do: not even the formatting changes
+    return dump_json(after, text)
+
+
+def codex_block(exe: Sequence[str]) -> str:
+    """The table ``install codex`` appends to ``config.toml``."""
+    import tomlkit
+
+    want = {**mcp_entry(exe), "env_vars": list(CODEX_ENV_VARS)}
+    return tomlkit.dumps({"mcp_servers": {MCP_NAME: want}})
+
+
+def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[str, str | None]:
+    """``config.toml`` with ``[mcp_servers.tmux]`` (``exe`` given) or without it (None).
+
+    A new table is appended as text after one blank line, so everything else stays byte for
+    byte, and removing it restores the file exactly (a file without a final newline gets
+    one).  An existing entry of ours is updated in place by tomlkit, which keeps comments and
+    layout.
+    """
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import InlineTable
+
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise InstallError(f"{path}: not valid TOML ({exc}); left untouched") from None
+    servers = doc.get("mcp_servers")
+    if servers is not None and not isinstance(servers, dict):
+        raise InstallError(f"{path}: mcp_servers is not a table; left untouched")
+    current = servers.get(MCP_NAME) if servers is not None else None
+    ours = isinstance(current, dict) and is_our_mcp(dict(current))
+    if exe is None:
+        if not ours or servers is None:
+            return text, None
+        block = codex_block(exe_of(current))
+        if text.endswith(block):  # as install appended it
+            head = text[: len(text) - len(block)]
+            return (head[:-1] if head.endswith("\n\n") else head), None
+        del servers[MCP_NAME]
+        return tomlkit.dumps(doc), None
+    if current is not None and not ours:
+        return text, f'an MCP server named "{MCP_NAME}" exists in {path}: left alone'
+    want = {**mcp_entry(exe), "env_vars": list(CODEX_ENV_VARS)}
+    if isinstance(current, dict) and ours:
+        if {k: current.get(k) for k in want} == want:
+            return text, None
+        for key, value in want.items():
+            current[key] = value
+        return tomlkit.dumps(doc), None
+    if isinstance(servers, InlineTable):
+        raise InstallError(
+            f"{path}: mcp_servers is an inline table; add [mcp_servers.{MCP_NAME}]"
+            " by hand (command, args, env_vars); left untouched"
+        )
+    sep = "" if not text else "\n" if text.endswith("\n") else "\n\n"
+    out = text + sep + codex_block(exe)
+    try:
+        tomlkit.parse(out)
+    except TOMLKitError as exc:  # e.g. a [mcp_servers.tmux.env] table of someone else's
+        raise InstallError(f"{path}: cannot add [mcp_servers.{MCP_NAME}] ({exc})") from None
+    return out, None
+
+
+def exe_of(entry: Any) -> list[str]:
+    """The command words of an MCP entry, without its final ``mcp``."""
+    return [str(entry.get("command")), *[str(a) for a in entry.get("args", [])][:-1]]
+
+
+def _drop_empty_version(harness: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Copilot CLI's hooks file without hooks is no file (what install created)."""
+    if harness in FLAT_HOOKS and set(data) == {"version"}:
+        return {}
+    return data
+
+
+# ----------------------------------------------------------------------------------------------
+# opencode: a plugin file (docs/harnesses.md).
+
+OPENCODE_PLUGIN_NAME = "tmuxlocd.js"
+OPENCODE_MARK = "// tmuxlocd opencode plugin"
+_ARGV_LINE = "const ARGV = "
+
+
+def plugin_text(launcher: Sequence[str]) -> str:
+    """The plugin, running ``launcher`` + ``opencode`` as its hook command."""
+    argv = json.dumps([*launcher, "opencode"], ensure_ascii=False)
+    return packaged_file("opencode-plugin.js").replace("const ARGV = [];", f"{_ARGV_LINE}{argv};")
+
+
+def plugin_argv(text: str) -> list[str] | None:
+    """The hook command a plugin of ours runs; None for a file that is not ours."""
+    if not text.startswith(OPENCODE_MARK):
+        return None
+    for line in text.splitlines():
+        if line.startswith(_ARGV_LINE):
+            try:
+                value = json.loads(line[len(_ARGV_LINE) :].rstrip(";"))
+            except ValueError:
+                return None
+            if isinstance(value, list) and all(isinstance(w, str) for w in value):
+                return value
+    return None
+
+
+def plan_plugin(text: str, path: str, launcher: Sequence[str], *, remove: bool) -> str:
+    """The plugin file after install (ours, written whole) or remove (gone); a file of the
+    same name that is not ours is left alone."""
+    if text and not text.startswith(OPENCODE_MARK):
+        raise InstallError(f"{path}: not tmuxlocd's plugin; left untouched")
+    return "" if remove else plugin_text(launcher)
+
+
+# ----------------------------------------------------------------------------------------------
+# Where each harness keeps its configuration.
+
+
+class FilePlan:
+    """One file: its path, the text before and after, and a note for the user."""
+
+    def __init__(self, path: Path, before: str, after: str, notes: list[str]) -> None:
+        self.path = path
+        self.before = before
+        self.after = after
+        self.notes = notes
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def config_paths(
+    harness: str, project: bool, home: Path, cwd: Path, env: dict[str, str]
+) -> dict[str, Path]:
+    """The files to edit: ``hooks`` and ``mcp`` (the same file for Gemini CLI and Qwen Code;
+    none for Antigravity CLI and opencode, whose ``hooks`` is the plugin)."""
+    if harness == "copilot":
+        if project:  # a repository's hooks; its MCP servers are the user's to add
+            return {"hooks": cwd / ".github" / "hooks" / "tmuxlocd.json"}
+        base = Path(env.get("COPILOT_HOME") or home / ".copilot")
+        return {"hooks": base / "hooks" / "tmuxlocd.json", "mcp": base / "mcp-config.json"}
+    if harness == "qwen":
+        base = cwd / ".qwen" if project else home / ".qwen"
+        return {"hooks": base / "settings.json", "mcp": base / "settings.json"}
+    if harness == "opencode":
+        if project:
+            return {"hooks": cwd / ".opencode" / "plugins" / OPENCODE_PLUGIN_NAME}
+        config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+        return {"hooks": config / "opencode" / "plugins" / OPENCODE_PLUGIN_NAME}
+    if harness == "antigravity":
+        if project:
+            return {"hooks": cwd / ".agents" / "hooks.json"}
+        return {"hooks": home / ".gemini" / "config" / "hooks.json"}
+    if harness == "claude":
+        if project:
+            return {"hooks": cwd / ".claude" / "settings.json", "mcp": cwd / ".mcp.json"}
+        return {"hooks": home / ".claude" / "settings.json"}
+    if harness == "codex":
+        base = cwd / ".codex" if project else Path(env.get("CODEX_HOME") or home / ".codex")
+        return {"hooks": base / "hooks.json", "mcp": base / "config.toml"}
+    base = cwd / ".gemini" if project else home / ".gemini"
+    return {"hooks": base / "settings.json", "mcp": base / "settings.json"}
+
+
+def sandbox_step(
+    harness: str,
+    text: str,
+    path: str,
+    socket: str,
+    *,
+    allow: bool,
+    remove: bool,
+    platform: str,
+    env: dict[str, str],
+) -> tuple[str, list[str]]:
+    """The settings file holding Claude Code's sandbox settings with the daemon's socket
+    allowed (``allow``) or taken out (``remove``), and what to tell the user."""
+    if harness == "claude" and remove:
+        return edit_json(text, path, lambda d: remove_sandbox_socket(d, socket)), []
+    if remove:
+        return text, []
+    if harness == "claude" and allow:
+        text = edit_json(text, path, lambda d: add_sandbox_socket(d, socket))
+    data = load_json(text, path)
+    try:
+        allowed = harness == "claude" and socket in allowed_sockets(data)
+        network = _sandbox_network(data) if harness == "claude" else None
+    except InstallError as exc:
+        raise InstallError(f"{path}: {exc}; left untouched") from None
+    return text, sandbox_notes(
+        harness,
+        socket,
+        allow=allow,
+        platform=platform,
+        allowed=allowed,
+        allow_all=network is not None and network.get("allowAllUnixSockets") is True,
+        sandboxed=harness == "gemini" and gemini_sandboxed(data, env),
+    )
+
+
+def sandbox_path(harness: str, project: bool, paths: dict[str, Path]) -> Path:
+    """Where ``--allow-sandbox`` writes Claude Code's entry: the user's settings, or with
+    ``--project`` the project's local settings (``.claude/settings.local.json``, this
+    machine's, where Claude Code's ``/sandbox`` writes too), never the shared project file,
+    since the path is this machine's."""
+    if harness == "claude" and project:
+        return paths["hooks"].with_name("settings.local.json")
+    return paths["hooks"]
+
+
+def plan_files(
+    harness: str,
+    texts: dict[Path, str],
+    paths: dict[str, Path],
+    exe: Sequence[str],
+    hook: Sequence[str],
+    *,
+    remove: bool,
+    min_interval_ms: int = 0,
+    socket: str | None = None,
+    allow_sandbox: bool = False,
+    platform: str = sys.platform,
+    env: dict[str, str] | None = None,
+    sandbox_file: Path | None = None,
+) -> list[FilePlan]:
+    """The new text of every file (``texts``: the current ones, "" for a missing file).
+
+    ``socket``: the daemon's socket; with ``allow_sandbox``, allowed in the harness's sandbox
+    where it has a per-socket allow list; taken out of that list by ``remove``; None leaves
+    the sandbox settings alone and says nothing of them.  ``sandbox_file``: where Claude
+    Code's entry goes (its text in ``texts``), the hooks' file when None."""
+    command = hook_command(hook, harness, min_interval_ms)
+    notes: dict[Path, list[str]] = {p: [] for p in paths.values()}
+    after = dict(texts)
+
+    def json_step(path: Path, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        after[path] = edit_json(after[path], str(path), edit)
+
+    hooks_path = paths["hooks"]
+    if harness == "opencode":
+        after[hooks_path] = plan_plugin(texts[hooks_path], str(hooks_path), hook, remove=remove)
+    elif remove:
+        json_step(hooks_path, lambda d: _drop_empty_version(harness, remove_hooks(d)))
+    else:
+        json_step(hooks_path, lambda d: add_hooks(d, harness, command))
+    box = sandbox_file or hooks_path
+    notes.setdefault(box, [])
+    if socket is not None and harness != "opencode":  # a plugin: no sandbox setting there
+        try:
+            after[box], said = sandbox_step(
+                harness,
+                after[box],
+                str(box),
+                socket,
+                allow=allow_sandbox,
+                remove=remove,
+                platform=platform,
+                env=env or {},
+            )
+            notes[box] += said
+        except InstallError as exc:
+            if allow_sandbox and not remove:
+                raise
+            # Not asked to allow anything: an odd sandbox setting is no reason to refuse the
+            # hooks; it is left as it is, and said.
+            notes[box].append(str(exc))
+    mcp_path = paths.get("mcp")
+    if mcp_path is not None and mcp_path.suffix == ".toml":
+        after[mcp_path], note = edit_codex_toml(
+            after[mcp_path], str(mcp_path), None if remove else exe
+        )
+        if note:
+            notes[mcp_path].append(note)
+    elif mcp_path is not None:
+        if remove:
+            json_step(mcp_path, remove_mcp)
+        else:
+
+            def with_mcp(d: dict[str, Any]) -> dict[str, Any]:
+                new, note = add_mcp(d, exe, harness)
+                if note:
+                    notes[mcp_path].append(note)
+                return new
+
+            json_step(mcp_path, with_mcp)
+    files = dict.fromkeys(paths.values())
+    if box not in files and (after[box] != texts[box] or notes[box]):
+        files[box] = None  # the project's local settings: only when there is news of them
+    return [FilePlan(p, texts[p], after[p], notes[p]) for p in files]
+
+
+# Codex's shared app-server (``[features] daemon_auto_start``, on by default): docs/harnesses.md.
+CODEX_SHARED_SERVER = (
+    "Current Codex runs one shared app-server for all its TUIs (started by the first, in the "
+    "background) and runs every session's hooks and MCP servers under it, with the first "
+    "TUI's TMUX_PANE.  tmuxlocd then places a session only by the one process writing its "
+    "transcript, and otherwise tells it nothing (never another TUI's pane); the MCP server "
+    "says it cannot tell.  For the hooks and the MCP server to run beside each TUI, in its "
+    "pane, set in ~/.codex/config.toml:  [features] daemon_auto_start = false  (then "
+    "restart Codex: `codex app-server stop` ends a running shared server)."
+)
+
+
+def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) -> list[str]:
+    """What the user still has to do."""
+    mcp = " ".join(shlex.quote(a) for a in [*exe, "mcp"])
+    if remove:
+        steps = ["Restart the harness's running sessions to drop the hooks."]
+        if harness == "claude" and not project:
+            steps.append(f"If you added the MCP server: claude mcp remove --scope user {MCP_NAME}")
+        return steps
+    steps = []
+    if harness == "claude":
+        steps.append("Start a new Claude Code session (or run /hooks) to load the hooks.")
+        if not project:
+            steps.append(
+                "MCP server (Claude Code keeps user servers in ~/.claude.json, which it "
+                f"rewrites itself): claude mcp add --scope user {MCP_NAME} -- {mcp}"
+            )
+    elif harness == "codex":
+        steps.append(
+            "In Codex, open /hooks once and trust the new hooks (Codex runs no "
+            "untrusted hook).  Hooks are a stable feature of current Codex; an older "
+            "version needs [features] hooks = true (earlier: codex_hooks) in "
+            "config.toml."
+        )
+        if project:
+            steps.append("Codex reads .codex/ only in a trusted project.")
+        steps.append(CODEX_SHARED_SERVER)
+    elif harness == "gemini":
+        steps.append(
+            "Start a new Gemini CLI session; /hooks lists the hooks (hooksConfig."
+            "enabled must not be false)."
+        )
+    elif harness == "copilot":
+        steps.append(
+            "Start a new Copilot CLI session (`copilot`); the hooks run in every session "
+            "(a repository's .github/hooks only in a trusted folder).  The location arrives "
+            "with the first prompt."
+        )
+    elif harness == "qwen":
+        steps.append(
+            "Start a new Qwen Code session; /hooks lists the hooks (disableAllHooks must not "
+            "be true)."
+        )
+    elif harness == "opencode":
+        steps.append(
+            "Start opencode again: it loads plugins at start-up.  The MCP server is not "
+            'written for opencode; add it under "mcp" in opencode.json if you want it: '
+            f'"{MCP_NAME}": {{"type": "local", "command": {json.dumps([*exe, "mcp"])}}}'
+        )
+    else:
+        steps.append(
+            "Start a new Antigravity CLI session (agy).  These hooks follow Antigravity's "
+            "documented contract and were not run here; `tmuxlocd doctor antigravity` checks "
+            "the file only.  No MCP server is written for it."
+        )
+    try:
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            steps.append("The MCP server needs the extra: pip install 'tmuxlocd[mcp]'.")
+    except (ImportError, ValueError):
+        pass
+    return steps
+
+
+# ----------------------------------------------------------------------------------------------
+# I/O.
+
+
+def this_hook() -> list[str]:
+    """How a hook starts ``tmuxlocd context`` fastest: this interpreter with ``-S`` on the
+    module's file (site's start-up is most of a hook's cost, and the module needs only the
+    standard library until it falls back to computing without a daemon); the command
+    otherwise (a package that is not plain files)."""
+    from tmuxlocd.clients import context
+
+    path = os.path.abspath(context.__file__)
+    if os.path.isfile(path) and path.endswith(os.path.join("tmuxlocd", "clients", "context.py")):
+        return [os.path.abspath(sys.executable), "-S", path]
+    return [*this_tmuxlocd(), "context"]
+
+
+def this_tmuxlocd() -> list[str]:
+    """This installation's command, by absolute path: a virtualenv is not on a harness's
+    PATH.  Not a script whose ``#!`` interpreter is gone (a moved virtualenv's scripts name
+    the old one): this interpreter with ``-m`` then."""
+    beside = os.path.join(os.path.dirname(sys.executable), "tmuxlocd")
+    if os.access(beside, os.X_OK) and _interpreter_runs(beside):
+        return [os.path.abspath(beside)]
+    argv0 = sys.argv[0] if sys.argv else ""
+    if (
+        os.path.basename(argv0) == "tmuxlocd"
+        and os.access(argv0, os.X_OK)
+        and _interpreter_runs(argv0)
+    ):
+        return [os.path.abspath(argv0)]
+    return [os.path.abspath(sys.executable), "-m", "tmuxlocd"]
+
+
+def script_interpreter(path: str) -> str | None:
+    """The absolute interpreter a script's ``#!`` line names; None for anything else (a
+    binary, a relative or no ``#!``, a file that cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    if not words or not words[0].startswith(b"/"):
+        return None
+    return os.fsdecode(words[0])
+
+
+def _interpreter_runs(path: str) -> bool:
+    interpreter = script_interpreter(path)
+    return interpreter is None or os.access(interpreter, os.X_OK)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except UnicodeDecodeError:
+        raise InstallError(f"{path}: not UTF-8 text; left untouched") from None
+
+
+def _write(path: Path, text: str) -> None:
+    if not text:
+        path.unlink(missing_ok=True)  # what install created and remove emptied
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = None
+    tmp = path.with_name(f".{path.name}.tmuxlocd-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is None else mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        if mode is None:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def diff(plan: FilePlan) -> str:
+    return "".join(
+        difflib.unified_diff(
+            plan.before.splitlines(keepends=True),
+            plan.after.splitlines(keepends=True),
+            fromfile=f"{plan.path} (now)",
+            tofile=f"{plan.path} (after)",
+        )
+    )
+
+
+def run(
+    harness: str,
+    *,
+    project: bool = False,
+    dry_run: bool = False,
+    remove: bool = False,
+    min_interval_ms: int = 0,
+    allow_sandbox: bool = False,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    exe: Sequence[str] | None = None,
+    hook: Sequence[str] | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
+    if harness == "systemd":
+        if project:
+            out("tmuxlocd: systemd units are the user's; --project does not apply")
+            return 2
+        if allow_sandbox:
+            out(f"tmuxlocd: systemd units have no sandbox to allow; {ALLOW_SANDBOX} does not apply")
+            return 2
+        return run_systemd(dry_run=dry_run, remove=remove, home=home, out=out)
+    if harness not in HARNESSES:
+        out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
+        return 2
+    exe = list(exe or this_tmuxlocd())
+    hook = list(hook or this_hook())
+    environ = dict(os.environ)
+    paths = config_paths(harness, project, home or Path.home(), cwd or Path.cwd(), environ)
+    from tmuxlocd.host.paths import client_socket_path
+
+    box = sandbox_path(harness, project, paths)
+    try:
+        texts = {p: _read(p) for p in dict.fromkeys([*paths.values(), box])}
+        plans = plan_files(
+            harness,
+            texts,
+            paths,
+            exe,
+            hook,
+            remove=remove,
+            min_interval_ms=min_interval_ms,
+            socket=os.path.abspath(client_socket_path(environ)),
+            allow_sandbox=allow_sandbox,
+            env=environ,
+            sandbox_file=box,
+        )
+    except InstallError as exc:
+        out(f"tmuxlocd: {exc}")
+        return 1
+    for plan in plans:
+        for note in plan.notes:
+            out(f"note: {note}")
+        if not plan.changed:
+            out(f"unchanged: {plan.path}")
+        elif dry_run:
+            out(diff(plan).rstrip("\n"))
+        else:
+            _write(plan.path, plan.after)
+            out(f"{'removed from' if remove else 'updated'}: {plan.path}")
+    if dry_run:
+        out("(dry run: nothing written)")
+        return 0
+    for step in next_steps(harness, project, exe, remove):
+        out(f"next: {step}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# systemd user units
+
+
+SYSTEMD_UNITS = ("tmuxlocd.service", "tmuxlocd.socket")
+
+
+def packaged_file(name: str) -> str:
+    """A file shipped in ``tmuxlocd/data/`` (the units, the tmux hooks snippet)."""
+    return importlib.resources.files("tmuxlocd").joinpath("data", name).read_text("utf-8")
+
+
+def systemd_user_dir(home: Path, env: dict[str, str]) -> Path:
+    config = env.get("XDG_CONFIG_HOME") or str(home / ".config")
+    return Path(config) / "systemd" / "user"
+
+
+def plan_units(
+    texts: dict[Path, str], unit_dir: Path, *, remove: bool
+) -> tuple[list[FilePlan], list[Path]]:
+    """(the files to write or delete, the units left alone because they differ)."""
+    plans: list[FilePlan] = []
+    differ: list[Path] = []
+    for name in SYSTEMD_UNITS:
+        path = unit_dir / name
+        ours, now = packaged_file(name), texts.get(path, "")
+        if now and now != ours:
+            differ.append(path)
+        elif remove:
+            plans.append(FilePlan(path, now, "", []))
+        else:
+            plans.append(FilePlan(path, now, ours, []))
+    return plans, differ
+
+
+def run_systemd(
+    *,
+    dry_run: bool = False,
+    remove: bool = False,
+    home: Path | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
+    unit_dir = systemd_user_dir(home or Path.home(), dict(os.environ))
+    try:
+        texts = {unit_dir / n: _read(unit_dir / n) for n in SYSTEMD_UNITS}
+    except InstallError as exc:
+        out(f"tmuxlocd: {exc}")
+        return 1
+    plans, differ = plan_units(texts, unit_dir, remove=remove)
+    for path in differ:
+        out(
+            f"tmuxlocd: {path} differs from the unit this tmuxlocd ships; left untouched "
+            f"({'remove' if remove else 'merge'} it by hand):"
+        )
+        ours = FilePlan(path, texts[path], packaged_file(path.name), [])
+        out(diff(ours).rstrip("\n"))
+    for plan in plans:
+        if not plan.changed:
+            out(f"unchanged: {plan.path}" if plan.before else f"not installed: {plan.path}")
+        elif dry_run:
+            out(diff(plan).rstrip("\n"))
+        else:
+            _write(plan.path, plan.after)
+            out(f"{'removed' if remove else 'written'}: {plan.path}")
+    if dry_run:
+        out("(dry run: nothing written)")
+    elif remove:
+        out(
+            "next: systemctl --user disable --now tmuxlocd.socket tmuxlocd.service; "
+            "systemctl --user daemon-reload"
+        )
+    else:
+        out("next: systemctl --user daemon-reload && systemctl --user enable --now tmuxlocd.socket")
+        out(
+            "next: the service runs %h/.local/bin/tmuxlocd (pipx, pip install --user); "
+            f"this one is {' '.join(this_tmuxlocd())}: edit ExecStart if they differ"
+        )
+    return 1 if differ else 0

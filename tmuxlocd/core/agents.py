@@ -1,0 +1,416 @@
+"""Agent state from each harness's own hook events: the pure part (SPEC §13).
+
+A harness (Claude Code, Codex, Gemini CLI) runs ``tmuxlocd context <harness>`` for its hook
+events; the hook tells the daemon what each event means for the session's agent, and the
+daemon keeps, per session, where the agent is and what it is doing:
+
+- ``working``: a prompt is being answered (a prompt was submitted, a tool ran);
+- ``waiting``: it asked the user (a permission, a question), with a short ``reason``;
+- ``idle``: the turn is done and it is ready for a prompt (also right after its start);
+- gone: its session ended, or its process exited (the daemon holds a pidfd on it).
+
+Agents are told apart by (harness, session id): two sessions in one pane, one after the
+other, are two agents, and a late event of the first never changes the second.  A session
+resumed in another pane moves there.  A new session of the same harness process (Claude
+Code's ``/clear``) replaces that process's old one.
+
+Standard library only, and nothing imported at module level: ``report_of`` runs in the hook,
+which is started without site (``python -S``).  The daemon's side (pidfds, persistence,
+events) is ``tmuxlocd.daemon.agent_registry``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: a hook started with python -S pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+WORKING = "working"
+WAITING = "waiting"
+IDLE = "idle"
+GONE = "gone"
+STATES = (WORKING, WAITING, IDLE)
+
+MAX_REASON = 80
+MAX_SESSION_ID = 512
+
+# What each harness's hook events mean for its agent (docs/harnesses.md, "Agent state"):
+# a state, or a function of the payload's other fields for the events whose meaning depends
+# on them (Notification).  An event absent here says nothing of the agent.
+_FIXED: dict[str, dict[str, str]] = {
+    "claude": {
+        "SessionStart": IDLE,
+        "UserPromptSubmit": WORKING,
+        "PostToolUse": WORKING,
+        "PermissionRequest": WAITING,
+        "Notification": "",  # by notification_type
+        "Stop": IDLE,
+        "SessionEnd": GONE,
+    },
+    "codex": {
+        "SessionStart": IDLE,
+        "UserPromptSubmit": WORKING,
+        "PostToolUse": WORKING,
+        "PermissionRequest": WAITING,
+        "Stop": IDLE,
+        "SessionEnd": GONE,
+    },
+    "gemini": {
+        "SessionStart": IDLE,
+        "BeforeAgent": WORKING,
+        "AfterTool": WORKING,
+        "Notification": "",  # by notification_type
+        "AfterAgent": IDLE,
+        "SessionEnd": GONE,
+    },
+}
+
+# The hook events ``tmuxlocd install`` adds for agent state, beyond those of the context hook
+# (SessionStart, the prompt and the tool event report state too), with each one's matcher.
+# Codex has no SessionEnd hook (its generated hook schemas list none): its agent is gone when
+# its process exits.
+STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
+    "claude": [
+        ("PermissionRequest", None),
+        ("Notification", None),
+        ("Stop", None),
+        ("SessionEnd", None),
+    ],
+    "codex": [("PermissionRequest", None), ("Stop", None)],
+    "gemini": [("Notification", None), ("AfterAgent", None), ("SessionEnd", None)],
+}
+
+# Claude Code's Notification ``notification_type`` values (its hooks reference).
+_CLAUDE_NOTIFICATIONS = {
+    "permission_prompt": (WAITING, "permission"),
+    "elicitation_dialog": (WAITING, "question"),
+    "idle_prompt": (IDLE, ""),
+}
+
+
+class Report:
+    """What one hook event says of its session's agent: a state (or ``gone``) and a reason."""
+
+    __slots__ = ("event", "harness", "reason", "session_id", "state")
+
+    def __init__(
+        self, harness: str, session_id: str, event: str, state: str, reason: str = ""
+    ) -> None:
+        self.harness = harness
+        self.session_id = session_id
+        self.event = event
+        self.state = state
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Report) and self.fields() == other.fields()
+
+    def __hash__(self) -> int:
+        return hash(self.fields())
+
+    def fields(self) -> tuple[str, str, str, str, str]:
+        return (self.harness, self.session_id, self.event, self.state, self.reason)
+
+    def __repr__(self) -> str:
+        return "Report(" + ", ".join(map(repr, self.fields())) + ")"
+
+
+def short(text: object) -> str:
+    """A reason: one line of printable text, at most MAX_REASON characters."""
+    if not isinstance(text, str):
+        return ""
+    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"
+
+
+def _tool(value: Mapping[str, object]) -> str:
+    """The tool a permission is for: ``tool_name``, else Gemini CLI's ``details`` (its
+    ``tool_name``, else the confirmation's ``type``: exec, edit, mcp)."""
+    tool = value.get("tool_name")
+    details = value.get("details")
+    if not isinstance(tool, str) and isinstance(details, dict):
+        tool = details.get("tool_name")
+        if not isinstance(tool, str):
+            tool = details.get("type")
+    return tool if isinstance(tool, str) else ""
+
+
+def _permission(value: Mapping[str, object]) -> str:
+    tool = _tool(value)
+    return short(f"permission: {tool}" if tool else "permission")
+
+
+def report_of(harness: str, value: Mapping[str, object]) -> Report | None:
+    """The agent state a hook event's payload (its JSON object) reports; None when it says
+    nothing of it (an event of no meaning here, a notification of another kind, no session)."""
+    events = _FIXED.get(harness)
+    name = value.get("hook_event_name")
+    session = value.get("session_id")
+    if events is None or not isinstance(name, str) or not isinstance(session, str):
+        return None
+    if not session or len(session) > MAX_SESSION_ID or name not in events:
+        return None
+    state = events[name]
+    reason = ""
+    if name == "Notification":
+        kind = value.get("notification_type")
+        if harness == "claude":
+            found = _CLAUDE_NOTIFICATIONS.get(kind) if isinstance(kind, str) else None
+            if found is None:
+                return None
+            state, reason = found
+            if state == WAITING and reason == "permission":
+                reason = _permission(value)
+        elif kind == "ToolPermission":  # Gemini CLI's one notification type
+            # Its ``details`` are the confirmation's: ``type`` exec, edit, mcp, info, or
+            # ask_user for a question the model asks (gemini-cli's fireNotificationEvent).
+            details = value.get("details")
+            what = details.get("type") if isinstance(details, dict) else None
+            if what == "ask_user":
+                state, reason = WAITING, "question"
+            else:
+                state, reason = WAITING, _permission(value)
+        else:
+            return None
+    elif state == WAITING:
+        reason = _permission(value)
+    return Report(harness, session, name, state, reason)
+
+
+# ----------------------------------------------------------------------------------------------
+# The daemon's record of agents, as data.
+
+
+class Proc:
+    """A process, named so that a reused pid is never taken for it: (pid, start time)."""
+
+    __slots__ = ("pid", "start")
+
+    def __init__(self, pid: int, start: int) -> None:
+        self.pid = pid
+        self.start = start
+
+    def key(self) -> tuple[int, int]:
+        return (self.pid, self.start)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Proc) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __repr__(self) -> str:
+        return f"Proc({self.pid}, {self.start})"
+
+
+class Agent:
+    """One session's agent: its pane (server socket path and pane id), its process, its
+    state, since when (seconds since the epoch) and why (for ``waiting``)."""
+
+    __slots__ = ("harness", "pane", "proc", "reason", "server", "session_id", "since", "state")
+
+    def __init__(
+        self,
+        harness: str,
+        session_id: str,
+        server: str,
+        pane: str,
+        proc: Proc,
+        state: str,
+        reason: str,
+        since: float,
+    ) -> None:
+        self.harness = harness
+        self.session_id = session_id
+        self.server = server
+        self.pane = pane
+        self.proc = proc
+        self.state = state
+        self.reason = reason
+        self.since = since
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.harness, self.session_id)
+
+    def copy(self) -> Agent:
+        return Agent(
+            self.harness,
+            self.session_id,
+            self.server,
+            self.pane,
+            self.proc,
+            self.state,
+            self.reason,
+            self.since,
+        )
+
+    def fields(self) -> tuple[object, ...]:
+        return (
+            self.harness,
+            self.session_id,
+            self.server,
+            self.pane,
+            self.proc,
+            self.state,
+            self.reason,
+            self.since,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Agent) and self.fields() == other.fields()
+
+    def __hash__(self) -> int:
+        return hash(self.fields())
+
+    def __repr__(self) -> str:
+        return "Agent(" + ", ".join(map(repr, self.fields())) + ")"
+
+
+class Change:
+    """One agent's change: ``before`` (None: new) and ``after`` (None: gone)."""
+
+    __slots__ = ("after", "before")
+
+    def __init__(self, before: Agent | None, after: Agent | None) -> None:
+        self.before = before
+        self.after = after
+
+    @property
+    def agent(self) -> Agent:
+        found = self.after or self.before
+        assert found is not None
+        return found
+
+    def __repr__(self) -> str:
+        return f"Change({self.before!r}, {self.after!r})"
+
+
+class Agents:
+    """Every known agent, by (harness, session id); each method returns what changed."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, str], Agent] = {}
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def all(self) -> list[Agent]:
+        return list(self.by_key.values())
+
+    def get(self, harness: str, session_id: str) -> Agent | None:
+        return self.by_key.get((harness, session_id))
+
+    def apply(self, report: Report, server: str, pane: str, proc: Proc, now: float) -> list[Change]:
+        """A report from a hook the kernel placed in ``pane`` of ``server``, whose harness
+        process is ``proc``."""
+        key = (report.harness, report.session_id)
+        old = self.by_key.get(key)
+        changes: list[Change] = []
+        if report.state == GONE:
+            # Only from where the agent is: a session resumed elsewhere is not ended by its
+            # old process quitting.
+            if old is not None and (old.server, old.pane) == (server, pane):
+                del self.by_key[key]
+                changes.append(Change(old, None))
+            return changes
+        # Another session of the same process is over: it started this one (Claude Code's
+        # /clear ends a session and starts another in the same process).
+        for other in list(self.by_key.values()):
+            if other.key != key and other.proc == proc and other.harness == report.harness:
+                del self.by_key[other.key]
+                changes.append(Change(other, None))
+        if old is None:
+            new = Agent(
+                report.harness,
+                report.session_id,
+                server,
+                pane,
+                proc,
+                report.state,
+                report.reason,
+                now,
+            )
+        else:
+            state, reason = report.state, report.reason
+            if report.event == "SessionStart":
+                # A known session starting again (Claude Code's and Codex's ``compact``, which
+                # may come in the middle of a turn; a resume) is where it was, doing what it
+                # was: only a new one starts idle.
+                state, reason = old.state, old.reason
+            same = old.state == state and old.reason == reason
+            new = Agent(
+                report.harness,
+                report.session_id,
+                server,
+                pane,
+                proc,
+                state,
+                reason,
+                old.since if same else now,
+            )
+            if new == old:
+                return changes
+        self.by_key[key] = new
+        changes.append(Change(old, new))
+        return changes
+
+    def process_gone(self, proc: Proc) -> list[Change]:
+        """Every agent of a process that exited is gone."""
+        changes = []
+        for agent in list(self.by_key.values()):
+            if agent.proc == proc:
+                del self.by_key[agent.key]
+                changes.append(Change(agent, None))
+        return changes
+
+    def pane_gone(self, server: str, pane: str | None = None) -> list[Change]:
+        """Every agent of a pane that was closed (or of a server that went: ``pane`` None)."""
+        changes = []
+        for agent in list(self.by_key.values()):
+            if agent.server == server and (pane is None or agent.pane == pane):
+                del self.by_key[agent.key]
+                changes.append(Change(agent, None))
+        return changes
+
+    def procs(self) -> set[Proc]:
+        return {agent.proc for agent in self.by_key.values()}
+
+    def load(self, agents: Iterable[Agent]) -> None:
+        for agent in agents:
+            self.by_key[agent.key] = agent
+
+
+def pane_number(pane: str) -> int:
+    digits = pane[1:]
+    return int(digits) if digits.isascii() and digits.isdigit() else -1
+
+
+def next_agent(agents: Iterable[Agent], state: str, current: str | None) -> Agent | None:
+    """For a key that jumps to the agent that needs you next: of the agents in ``state``,
+    the one that has been so longest; pressed again from its pane, the next one (by how long
+    each has been in that state), round to the first."""
+    ordered = sorted(
+        (a for a in agents if a.state == state),
+        key=lambda a: (a.since, a.server, pane_number(a.pane), a.session_id),
+    )
+    if not ordered:
+        return None
+    panes = [a.pane for a in ordered]
+    if current is not None and current in panes:
+        return ordered[(panes.index(current) + 1) % len(ordered)]
+    return ordered[0]
+
+
+def label(agent: Agent) -> str:
+    """The words a pane option or a status line shows: ``claude waiting``."""
+    return f"{agent.harness} {agent.state}"
+
+
+def status_line(states: Iterable[str]) -> str:
+    """A ``#()`` status segment: how many agents wait, work and idle (``2 waiting 1 working``),
+    empty when there are none."""
+    counts: dict[str, int] = {}
+    for state in states:
+        counts[state] = counts.get(state, 0) + 1
+    return " ".join(f"{counts[s]} {s}" for s in (WAITING, WORKING, IDLE) if counts.get(s))

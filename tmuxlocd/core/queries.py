@@ -1,0 +1,374 @@
+"""Queries over a read-only view of the model: self, a pane, neighbours, panes, the tree.
+
+One implementation for every path that answers them: the daemon's API (over the hub), the
+no-daemon ``tmuxlocd where`` (over a one-shot tmux read) and the MCP server's fallback.
+Pure: the view is given (``Hub`` is one; ``StaticView`` wraps a one-shot read), and so are
+the caller's facts; nothing here reads /proc or talks to tmux.
+
+``decide_self`` is the identity rule of the spec (§2): the caller's controlling tty is a
+pane's tty (``verified_by: tty``); else, when asked, the nearest ancestor with a tty is
+(``ancestor``); ``TMUX_PANE`` is only ever reported, as a hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import msgspec
+
+from tmuxlocd.core.answers import (
+    Caller,
+    DirectionNeighbors,
+    NeighborEntry,
+    PaneNeighbors,
+    Reason,
+    SelfAnswer,
+    Tree,
+    TreeServer,
+    TreeSession,
+    TreeWindow,
+)
+from tmuxlocd.core.errors import LayoutError
+from tmuxlocd.core.layout import Direction, neighbors_of_layout
+from tmuxlocd.core.location import Location, PaneRef, build_locations
+from tmuxlocd.core.model import ServerState, id_number
+
+Scope = Literal["window", "session", "server", "all"]
+
+
+class View(Protocol):
+    """What a query reads: every server's state and Locations, and panes by tty device."""
+
+    def server_states(self) -> Iterable[ServerState]: ...
+
+    def locations_of(self, socket_path: str) -> Mapping[str, Location]: ...
+
+    def all_locations(self) -> Iterator[Location]: ...
+
+    def panes_by_rdev(self, rdev: int) -> list[Location]: ...
+
+    def any_running(self) -> bool: ...
+
+
+class QueryError(Exception):
+    """A query that cannot be answered: ``code`` as in the spec's error codes."""
+
+    def __init__(
+        self,
+        code: Literal["not_found", "ambiguous", "not_in_a_pane"],
+        message: str,
+        servers: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.servers = servers
+
+
+class TtyIndex:
+    """The panes of a model by their tty's device number: what ``View.panes_by_rdev`` answers
+    for the daemon's hub and for a view read once alike.  Built on the first question after a
+    change (``clear``); it keeps (server, pane id) pairs, so that a pane's Location may be
+    replaced without a rebuild while its tty stays.  ``rdev_of`` gives a tty path's device
+    number (``os.stat(...).st_rdev``), or None when it cannot be read."""
+
+    __slots__ = ("_rdev_of", "_table")
+
+    def __init__(self, rdev_of: Callable[[str], int | None]) -> None:
+        self._rdev_of = rdev_of
+        self._table: dict[int, list[tuple[str, str]]] | None = None
+
+    def clear(self) -> None:
+        self._table = None
+
+    def panes(
+        self,
+        rdev: int,
+        servers: Iterable[str],
+        locations_of: Callable[[str], Mapping[str, Location]],
+    ) -> list[Location]:
+        """The panes on device ``rdev`` (normally zero or one) of the ``servers`` (socket
+        paths) whose Locations ``locations_of`` gives by pane id."""
+        if rdev == 0:
+            return []
+        if self._table is None:
+            table: dict[int, list[tuple[str, str]]] = {}
+            for socket_path in servers:
+                for pane_id, loc in locations_of(socket_path).items():
+                    dev = self._rdev_of(loc.pane.tty)
+                    if dev is not None:
+                        table.setdefault(dev, []).append((socket_path, pane_id))
+            self._table = table
+        out: list[Location] = []
+        for socket_path, pane_id in self._table.get(rdev, ()):
+            found = locations_of(socket_path).get(pane_id)
+            if found is not None:
+                out.append(found)
+        return out
+
+
+class StaticView:
+    """A view over states read once (the no-daemon paths).  ``rdev_of`` gives a tty path's
+    device number (``os.stat(...).st_rdev``), or None when it cannot be read."""
+
+    def __init__(self, states: Iterable[ServerState], rdev_of: Callable[[str], int | None]) -> None:
+        self._states = {s.socket_path: s for s in states}
+        self._locations = {path: build_locations(s) for path, s in self._states.items()}
+        self._ttys = TtyIndex(rdev_of)
+
+    def server_states(self) -> Iterable[ServerState]:
+        return self._states.values()
+
+    def locations_of(self, socket_path: str) -> Mapping[str, Location]:
+        return self._locations.get(socket_path, {})
+
+    def all_locations(self) -> Iterator[Location]:
+        for locations in self._locations.values():
+            yield from sorted(locations.values(), key=lambda loc: id_number(loc.pane.id))
+
+    def panes_by_rdev(self, rdev: int) -> list[Location]:
+        return self._ttys.panes(rdev, self._locations, self.locations_of)
+
+    def any_running(self) -> bool:
+        return any(s.running for s in self._states.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# Who is asking.
+
+
+# The walk up from a caller with no tty met, before any ancestor with a tty, a process that
+# runs the hooks and MCP servers of several sessions (Codex's shared app-server): whatever
+# pane lies beyond it is the pane of whoever started that server, not the caller's.
+SHARED_ANCESTOR = -1
+
+
+@dataclass(frozen=True)
+class CallerFacts:
+    """What the kernel says of a caller, read by the shell (identity.py reads /proc).
+
+    The ancestor's tty and the caller's tty path are asked for only when needed: on the hot
+    path (a caller in a pane) neither is read."""
+
+    pid: int
+    tty_nr: int  # the controlling tty's device number, 0 for none
+    env_pane: str | None  # its TMUX_PANE when it looks like a pane id: a hint, never trusted
+    # The nearest proper ancestor's tty (not tty_nr), 0 for none, SHARED_ANCESTOR when the
+    # walk met a server that serves several sessions first (``caller.serves_sessions``).
+    ancestor_tty_nr: Callable[[], int]
+    tty_path: Callable[[], str | None]  # a path of tty_nr when it is no pane's
+
+
+def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False) -> SelfAnswer:
+    """Where the caller is, by the tty rule (spec §2), with its hints."""
+    here = view.panes_by_rdev(facts.tty_nr)
+    # A caller in a pane is not walked up: its nearest ancestor with a tty is, but for the
+    # rarest of process trees, the shell of that same pane, which ancestor_pane then says.
+    up = 0 if here else facts.ancestor_tty_nr()
+    ancestor = here or (view.panes_by_rdev(up) if up > 0 else [])
+    if facts.tty_nr == 0:
+        tty = None
+    elif here:
+        tty = here[0].pane.tty
+    else:
+        tty = facts.tty_path()
+    caller = Caller(
+        pid=facts.pid,
+        tty=tty,
+        # Below a server of several sessions, TMUX_PANE is that of whoever started it.
+        env_pane=None if up == SHARED_ANCESTOR and not here else facts.env_pane,
+        ancestor_pane=ancestor[0].pane.id if ancestor else None,
+    )
+    if here:
+        return SelfAnswer(
+            inside_tmux=True, verified_by="tty", reason=None, caller=caller, location=here[0]
+        )
+    if accept_ancestor and ancestor:
+        return SelfAnswer(
+            inside_tmux=True,
+            verified_by="ancestor",
+            reason=None,
+            caller=caller,
+            location=ancestor[0],
+        )
+    reason: Reason
+    if facts.tty_nr == 0:
+        reason = "shared_ancestor" if up == SHARED_ANCESTOR else "no_controlling_tty"
+    elif not view.any_running():
+        reason = "no_server"
+    else:
+        reason = "tty_not_a_pane"
+    return SelfAnswer(
+        inside_tmux=False, verified_by=None, reason=reason, caller=caller, location=None
+    )
+
+
+def may_be_stale(view: View, answer: SelfAnswer) -> bool:
+    """Whether a fresh read of tmux could change ``answer`` (spec §12, "never 'not in a pane'
+    from a stale picture").
+
+    tmux tells nobody of ``respawn-pane``, which gives the pane a new tty: a process it starts
+    and that asks at once has a tty no pane has in the model.  So: a caller with a tty that
+    no pane of a running server has, or whose ``TMUX_PANE`` names a pane whose tty is not the
+    caller's, is answered from a re-read.  A caller proven by its tty never is.
+    """
+    if answer.verified_by == "tty":
+        return False
+    if answer.reason == "tty_not_a_pane":
+        return True
+    caller = answer.caller
+    if caller.env_pane is None or caller.tty is None:
+        return False
+    named = (
+        view.locations_of(state.socket_path).get(caller.env_pane) for state in view.server_states()
+    )
+    return any(loc is not None and loc.pane.tty != caller.tty for loc in named)
+
+
+# ----------------------------------------------------------------------------------------------
+# Panes.
+
+
+def find_pane(view: View, pane_id: str, server: str | None = None) -> Location:
+    """The pane ``%N`` (on ``server`` when given); ``not_found`` or ``ambiguous``."""
+    found = [
+        loc
+        for state in view.server_states()
+        if server is None or state.socket_path == server
+        if (loc := view.locations_of(state.socket_path).get(pane_id)) is not None
+    ]
+    if not found:
+        raise QueryError("not_found", f"no pane {pane_id}")
+    if len(found) > 1:
+        paths = tuple(sorted(loc.server.socket_path for loc in found))
+        raise QueryError(
+            "ambiguous",
+            f"pane {pane_id} exists on several servers ({', '.join(paths)}); add ?server=",
+            paths,
+        )
+    return found[0]
+
+
+def pane_order(loc: Location) -> tuple[str, int, int, int]:
+    """The order of every listing: server, session id, window index, pane index."""
+    return (loc.server.socket_path, id_number(loc.session.id), loc.window.index, loc.pane.index)
+
+
+class Selection(msgspec.Struct, frozen=True, kw_only=True):
+    """Which panes a request selected: every given filter must match."""
+
+    server: str | None = None
+    pane: str | None = None
+    window: str | None = None
+    session: str | None = None
+
+    @property
+    def scoped(self) -> bool:
+        return self.window is not None or self.session is not None
+
+    def matches(self, loc: Location) -> bool:
+        if self.server is not None and loc.server.socket_path != self.server:
+            return False
+        if self.pane is not None and loc.pane.id != self.pane:
+            return False
+        if self.window is not None and loc.window.id != self.window:
+            return False
+        return self.session is None or (
+            loc.session.id == self.session
+            or any(link.session_id == self.session for link in loc.links)
+        )
+
+
+def scope_selection(me: Location, scope: Scope) -> Selection:
+    """The panes around ``me``: its window, its session (with the windows linked into it),
+    its server, or every server."""
+    server = me.server.socket_path
+    if scope == "window":
+        return Selection(server=server, window=me.window.id)
+    if scope == "session":
+        return Selection(server=server, session=me.session.id)
+    if scope == "server":
+        return Selection(server=server)
+    return Selection()
+
+
+def select(view: View, selection: Selection) -> list[Location]:
+    return sorted(filter(selection.matches, view.all_locations()), key=pane_order)
+
+
+def neighbors(
+    view: View, loc: Location, direction: Direction | None = None
+) -> PaneNeighbors | DirectionNeighbors:
+    """The panes sharing each edge of ``loc``, largest shared length first, from its
+    window's full layout."""
+    try:
+        table = neighbors_of_layout(loc.window.layout).get(id_number(loc.pane.id), {})
+    except LayoutError:
+        table = {}
+    panes = view.locations_of(loc.server.socket_path)
+
+    def entries(d: Direction) -> tuple[NeighborEntry, ...]:
+        out = []
+        for n in table.get(d, ()):
+            other = panes.get(f"%{n.pane}")
+            if other is not None:
+                out.append(NeighborEntry(id=other.pane.id, index=other.pane.index, shared=n.shared))
+        return tuple(out)
+
+    if direction is not None:
+        return DirectionNeighbors(pane=loc.pane.id, direction=direction, panes=entries(direction))
+    return PaneNeighbors(
+        pane=loc.pane.id,
+        above=entries("above"),
+        below=entries("below"),
+        left=entries("left"),
+        right=entries("right"),
+    )
+
+
+def tree(view: View, only: str | None = None) -> Tree:
+    """Every server, session, window (under each session it is linked into) and pane."""
+    servers: list[TreeServer] = []
+    for state in sorted(view.server_states(), key=lambda s: s.socket_path):
+        if only is not None and state.socket_path != only:
+            continue
+        # Each pane as its Location has it (one PaneRef builder: dead, floating and the rest
+        # are the same in /v1/tree as in /v1/panes); a pane of a window no session links has
+        # none, and no place in the tree either.
+        locations = view.locations_of(state.socket_path)
+        panes_of: dict[str, list[PaneRef]] = {}
+        for p in sorted(state.panes.values(), key=lambda p: p.index):
+            loc = locations.get(p.id)
+            if loc is not None:
+                panes_of.setdefault(p.window_id, []).append(loc.pane)
+        windows_of: dict[str, list[TreeWindow]] = {}
+        for link in state.winlinks:  # sorted by session id, then index
+            window = state.windows.get(link.window_id)
+            if window is None:
+                continue
+            windows_of.setdefault(link.session_id, []).append(
+                TreeWindow(
+                    id=window.id,
+                    index=link.index,
+                    name=window.name,
+                    active=link.active,
+                    zoomed=window.zoomed,
+                    layout=window.layout,
+                    panes=tuple(panes_of.get(window.id, ())),
+                )
+            )
+        sessions = [
+            TreeSession(id=s.id, name=s.name, windows=tuple(windows_of.get(s.id, ())))
+            for s in sorted(state.sessions.values(), key=lambda s: id_number(s.id))
+        ]
+        servers.append(
+            TreeServer(
+                socket_path=state.socket_path,
+                pid=state.pid,
+                running=state.running,
+                sessions=tuple(sessions),
+            )
+        )
+    return Tree(servers=tuple(servers))

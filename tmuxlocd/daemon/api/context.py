@@ -1,0 +1,70 @@
+"""What one application holds (no globals: two apps in one process share nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import msgspec
+
+from tmuxlocd.core.streams import EventFrames, SnapshotFrames
+from tmuxlocd.daemon.activity_watch import ActivityWatcher
+from tmuxlocd.daemon.agent_registry import AgentRegistry
+from tmuxlocd.daemon.api.auth import Guard
+from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.host.heap import Trimmer
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    tcp_token: str | Callable[[], str] | None
+    heartbeat: float
+    max_streams: int
+    queue_size: int
+    write_timeout: float
+
+
+class Rereads:
+    """Which callers' ttys had a re-read for which model version (``Lookup.confirm_self``)."""
+
+    LIMIT = 4096  # ttys remembered; past it the memory starts again (a re-read each, at worst)
+
+    def __init__(self) -> None:
+        self._done: dict[int, int] = {}
+
+    def claim(self, tty_nr: int, version: int) -> bool:
+        """True when ``tty_nr`` has had no re-read at ``version`` yet (and records one)."""
+        if self._done.get(tty_nr) == version:
+            return False
+        if len(self._done) >= self.LIMIT:
+            self._done.clear()
+        self._done[tty_nr] = version
+        return True
+
+
+class Closable(Protocol):
+    """A live stream as the application sees it (``events.Stream``): ended on shutdown."""
+
+    def close(self) -> None: ...
+
+
+class Context:
+    """The hub, the settings and the live streams of one application; handlers get it.
+
+    It names no route and no stream type (they name it): the OpenAPI document comes from
+    ``describe``, which the application makes from its routes."""
+
+    def __init__(self, hub: Hub, settings: Settings, describe: Callable[[], bytes]) -> None:
+        self.hub = hub
+        self.settings = settings
+        self.describe = describe
+        self.guard = Guard(settings.tcp_token)
+        self.streams: set[Closable] = set()
+        # The pane activity watcher (tmuxlocd.daemon.activity_watch), once the daemon made one.
+        self.activity: ActivityWatcher | None = None
+        # The agents the harnesses' hooks report (tmuxlocd.daemon.agent_registry), once made.
+        self.agents: AgentRegistry | None = None
+        self.frames = SnapshotFrames()  # snapshot frames shared by the streams of this app
+        self.event_frames = EventFrames()  # and what the publisher writes to them directly
+        self.openapi: bytes | None = None  # the document, made on first request
+        self.trimmer = Trimmer()  # heap back to the system after streams' bursts
+        self.rereads = Rereads()  # the stale-picture re-reads made for callers

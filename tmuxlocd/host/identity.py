@@ -1,0 +1,248 @@
+"""Who is calling: the peer process of a Unix-socket request, and the pane it is in (SPEC §2).
+
+The kernel vouches for the peer (``SO_PEERCRED``), and the peer's controlling tty
+(``/proc/<pid>/stat`` field 7, ``tty_nr``) is compared with each pane's ``pane_tty`` device.
+``TMUX_PANE`` is read only as a hint: terminals started from a pane inherit it.
+
+The parsing and the ancestor walk are pure (tmuxlocd.core.caller); the ``/proc`` readers
+around them are thin (tmuxlocd.host.proc), and nothing here starts a subprocess, because
+``GET /v1/self`` sits on the hot path of every client.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from typing import NamedTuple
+
+from tmuxlocd.core.answers import SelfAnswer
+from tmuxlocd.core.caller import (
+    changing_fields,
+    environ_pane,
+    nearest_tty_ancestor,
+    pts_path,
+    reread_stat,
+    serves_sessions,
+)
+from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
+from tmuxlocd.core.queries import CallerFacts, View, decide_self
+from tmuxlocd.host import proc
+
+_PEERCRED = struct.Struct("3i")
+
+
+class Peer(NamedTuple):
+    pid: int
+    uid: int
+    gid: int
+
+
+# ----------------------------------------------------------------------------------------------
+# Thin readers.
+
+
+def peer_credentials(sock: object) -> Peer | None:
+    """``SO_PEERCRED`` of a connected Unix socket (the transport's ``socket`` extra)."""
+    getsockopt = getattr(sock, "getsockopt", None)
+    if getsockopt is None:
+        return None
+    try:
+        raw = getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+    except OSError:
+        return None
+    pid, uid, gid = _PEERCRED.unpack(raw)
+    return Peer(pid, uid, gid)
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    # One read: a stat line is well under 4 KiB (comm is at most 16 bytes), and this runs
+    # on every GET /v1/self.
+    data = proc.read(f"/proc/{pid}/stat")
+    try:
+        return placed(parse_stat(data)) if data else None
+    except ValueError:
+        return None
+
+
+def read_cmdline(pid: int) -> bytes:
+    """The start of ``/proc/<pid>/cmdline`` (b"" when gone or unreadable)."""
+    return proc.read(f"/proc/{pid}/cmdline") or b""
+
+
+def shared_server(pid: int) -> bool:
+    """``serves_sessions`` of a live process."""
+    return serves_sessions(read_cmdline(pid))
+
+
+def read_env_pane(pid: int) -> str | None:
+    """``TMUX_PANE`` of a process, or None if absent or unreadable (it may exit meanwhile)."""
+    try:
+        return environ_pane(proc.read_all(f"/proc/{pid}/environ"))
+    except OSError:
+        return None
+
+
+# /proc/<pid>/environ is the environment the process was started with: it does not change
+# for the life of a process, which (pid, starttime) names.  An agent asks every turn, so the
+# answer is kept (for a bounded number of processes).
+_ENV_PANES: dict[tuple[int, int], str | None] = {}
+_ENV_PANES_MAX = 1024
+
+
+def env_pane_of(stat: ProcStat | None, pid: int) -> str | None:
+    if stat is None or stat.starttime == 0:
+        return read_env_pane(pid)
+    key = (pid, stat.starttime)
+    try:
+        return _ENV_PANES[key]
+    except KeyError:
+        pass
+    value = read_env_pane(pid)
+    if len(_ENV_PANES) >= _ENV_PANES_MAX:
+        _ENV_PANES.clear()
+    _ENV_PANES[key] = value
+    return value
+
+
+def _same_device(path: str, tty_nr: int) -> bool:
+    try:
+        return os.stat(path).st_rdev == tty_nr
+    except OSError:
+        return False
+
+
+def tty_path(pid: int, tty_nr: int) -> str | None:
+    """A path of the device ``tty_nr`` (the caller's controlling tty), if one is found."""
+    guess = pts_path(tty_nr)
+    if guess is not None and _same_device(guess, tty_nr):
+        return guess
+    for fd in (0, 1, 2):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/dev/") and _same_device(target, tty_nr):
+            return target
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# The answer of GET /v1/self.
+
+
+class Own(NamedTuple):
+    """What a caller's own /proc entries say: read on every request, cheap."""
+
+    stat: ProcStat | None
+    env_pane: str | None
+
+
+def own_facts(pid: int) -> Own:
+    stat = read_stat(pid)
+    return Own(stat, env_pane_of(stat, pid))
+
+
+class PeerFacts:
+    """``own_facts`` of one connection's peer, its stat read anew on every request.
+
+    A keep-alive client asks many times on one connection, and opening ``/proc/<pid>/stat``
+    (a path walk and a pid lookup) costs about as much as reading it: the first question
+    opens and closes it, as ``read_stat`` does; from the second on the file stays open and is
+    read with ``pread``, and only the fields that can change are parsed.  A one-shot client
+    (curl per turn) thus never holds a descriptor.  An open stat file is bound to the
+    process, not to its number: once the process is gone the read fails (ESRCH), even if
+    the number has been given to another, so a kept file never describes a stranger; and the
+    environment (``TMUX_PANE``), fixed for a process's life, is read once.  While the fields
+    that can change read the same bytes as last time, ``read`` returns the same ``Own``
+    object: equal facts, and a question made of them (``memo.Kept``) compares by identity.
+    ``close`` when the connection ends.
+    """
+
+    __slots__ = ("_fd", "_first", "_last", "_last_fields", "pid")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._fd: int | None = None
+        self._first: Own | None = None
+        self._last_fields: tuple[bytes, bytes] | None = None
+        self._last: Own | None = None
+
+    def read(self) -> Own:
+        first = self._first
+        if first is None or first.stat is None:
+            self._first = first = own_facts(self.pid)
+            return first
+        try:
+            if self._fd is None:
+                return Own(self._keep(first.stat), first.env_pane)
+            data = os.pread(self._fd, 4096, 0)
+            fields = changing_fields(data)
+            if fields == self._last_fields and self._last is not None:
+                return self._last
+            self._last_fields = fields
+            self._last = own = Own(reread_stat(data, first.stat), first.env_pane)
+            return own
+        except (OSError, ValueError, IndexError):
+            return Own(None, first.env_pane)
+
+    def _keep(self, first: ProcStat) -> ProcStat | None:
+        """Opens the file to keep, by number: read whole once, it must be the process first
+        read (its start time), not another that took the number since."""
+        fd = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            now = placed(parse_stat(os.pread(fd, 4096, 0)))
+        except (OSError, ValueError, IndexError):
+            os.close(fd)
+            raise
+        if (now.pid, now.starttime) != (first.pid, first.starttime):
+            os.close(fd)
+            return None
+        self._fd = fd
+        return now
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def caller_facts(pid: int, own: Own) -> CallerFacts:
+    """What ``queries.decide_self`` asks of process ``pid``, from ``own`` (its stat and
+    ``TMUX_PANE``, already read); the ancestor walk (once) and the tty's path only when it
+    asks: for a caller that is not in a pane.  The daemon's answer (``identify``) and the
+    no-daemon one (tmuxlocd.clients.direct) are decided on these same facts."""
+    stat = own.stat
+    tty_nr = stat.tty_nr if stat is not None else 0
+
+    def stat_of(p: int) -> ProcStat | None:
+        # The caller's own stat was just read: reuse it for the first step of the walk.
+        return stat if p == pid else read_stat(p)
+
+    walked: list[int] = []
+
+    def ancestor_tty_nr() -> int:
+        if not walked:
+            walked.append(nearest_tty_ancestor(pid, stat_of, skip=tty_nr, shared=shared_server))
+        return walked[0]
+
+    return CallerFacts(
+        pid=pid,
+        tty_nr=tty_nr,
+        env_pane=own.env_pane,
+        ancestor_tty_nr=ancestor_tty_nr,
+        tty_path=lambda: tty_path(pid, tty_nr),
+    )
+
+
+def identify(
+    view: View, pid: int, *, accept_ancestor: bool = False, known: Own | None = None
+) -> SelfAnswer:
+    """Where process ``pid`` is (``queries.decide_self``), from what /proc says of it.
+
+    Two small reads for a caller in a pane (its stat and, once per process, its
+    environment: ``own_facts``, or ``known``); the ancestor walk and the tty's path only for a
+    caller that is not.
+    """
+    mine = own_facts(pid) if known is None else known
+    return decide_self(view, caller_facts(pid, mine), accept_ancestor=accept_ancestor)
