@@ -323,7 +323,15 @@ def test_two_sessions_two_panes(world: World) -> None:
         pane = left if "prompt alpha" in text else right if "prompt beta" in text else None
         if pane is None:
             continue  # a side request that carries neither prompt
-        only_block(q.body, pane, world.why())
+        # Told its own pane; told again only when the text changed, and the one change two
+        # sessions side by side can make is the other's agent appearing beside it (the
+        # neighbour's harness is part of the text, spec §13): "right %1" then "right %1
+        # (claude)", as the other session's first hook reports its agent.
+        blocks = location_blocks(q.body)
+        assert blocks, world.why()
+        assert all(b.pane == pane for b in blocks), f"{blocks}\n{world.why()}"
+        unannotated = {re.sub(r" \(\w+\)", "", b.neighbors) for b in blocks}
+        assert len(blocks) <= 2 and len(unannotated) == 1, f"{blocks}\n{world.why()}"
         seen[pane] += 1
     assert all(seen.values()), f"requests per pane: {seen}"
     world.record()
