@@ -262,7 +262,8 @@ def test_exec_runs_no_hook_until_it_is_trusted(hrig: HarnessRig, stub: Responses
     trust_hooks(cx.home)
     before = len(stub.model_requests())
     cx.exec_in_pane(hrig.first_pane, "after the trust")
-    assert {r.event for r in hrig.hook_runs()} == {"SessionStart", "UserPromptSubmit"}
+    # Stop too: the agent state's hook (spec §13), which injects nothing.
+    assert {r.event for r in hrig.hook_runs()} == {"SessionStart", "UserPromptSubmit", "Stop"}
     assert panes_of(added(stub.model_requests()[before:])) == [hrig.first_pane]
 
 
