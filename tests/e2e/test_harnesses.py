@@ -354,7 +354,11 @@ def test_two_sessions_two_panes(world: World) -> None:
         pane = left if "prompt alpha" in text else right if "prompt beta" in text else None
         if pane is None:
             continue  # a side request that carries neither prompt
-        only_block(q.body, pane, world.why())
+        # One block, or a second once the other pane's agent is listed: its neighbour is
+        # then written with its harness ("right %1 (claude)"), a change of the text.
+        blocks = location_blocks(q.body)
+        assert 1 <= len(blocks) <= 2, f"{blocks}\n{world.why()}"
+        assert all(b.pane == pane for b in blocks), f"{blocks}\n{world.why()}"
         seen[pane] += 1
     assert all(seen.values()), f"requests per pane: {seen}"
     world.record()
