@@ -24,6 +24,7 @@ from typing import Any
 
 from tests.daemontest import Daemon, Rig
 from tests.tmuxtest import TMUX, poll
+from tmuxlocd.clients.rawhttp import raw_request
 
 TMUXLOCD = str(Path(sys.executable).parent / "tmuxlocd")  # the project's CLI in the venv
 HOOKCLOCK = Path(__file__).resolve().parent / "hookclock.py"
@@ -90,6 +91,13 @@ class HarnessRig:
             logs = self.daemon.logs()
             self.daemon = None
             assert rc == 0, logs
+
+    def agents(self) -> list[dict[str, Any]]:
+        """``GET /v1/agents`` on this rig's daemon: every agent it keeps (SPEC §13)."""
+        resp = raw_request(self.rig.daemon_socket, "GET", "/v1/agents", 5.0)
+        assert resp is not None and resp.status == 200, resp and resp.body
+        found: list[dict[str, Any]] = json.loads(resp.body)["agents"]
+        return found
 
     def cleanup(self) -> None:
         try:

@@ -255,7 +255,8 @@ def test_exec_runs_no_hook_until_it_is_trusted(hrig: HarnessRig, stub: Responses
     cx = setup_codex(hrig, stub, trust=False)
     hrig.start_daemon()
     found = hrig.tmuxlocd("doctor", "codex")
-    assert "never trusted: SessionStart, UserPromptSubmit, PostToolUse" in found.stdout
+    untrusted = "SessionStart, UserPromptSubmit, PostToolUse, PermissionRequest, Stop"
+    assert f"never trusted: {untrusted}" in found.stdout, found.stdout
     assert "open /hooks and trust" in found.stdout, found.stdout
     cx.exec_in_pane(hrig.first_pane, "before the trust")
     assert hrig.hook_runs() == [] and added(stub.model_requests()) == []
@@ -265,6 +266,35 @@ def test_exec_runs_no_hook_until_it_is_trusted(hrig: HarnessRig, stub: Responses
     # Stop too: the agent state's hook (spec §13), which injects nothing.
     assert {r.event for r in hrig.hook_runs()} == {"SessionStart", "UserPromptSubmit", "Stop"}
     assert panes_of(added(stub.model_requests()[before:])) == [hrig.first_pane]
+
+
+def test_exec_agent_is_working_while_it_runs_and_gone_after(
+    hrig: HarnessRig, stub: ResponsesStub
+) -> None:
+    """SPEC §13 with the real ``codex exec``: while the model is asked (after the prompt's
+    hook) the daemon lists one Codex agent, in the pane, ``working``; its ``Stop`` hook
+    runs just before the exit (idle), and a process that exited leaves no agent."""
+    cx = setup_codex(hrig, stub)
+    hrig.start_daemon()
+    pane = hrig.first_pane
+    seen: list[list[dict[str, Any]]] = []
+
+    def decide(request: Recorded) -> Turn:
+        # The model's answer waits until the daemon lists the agent: no race with the exit.
+        poll(lambda: bool(hrig.agents()), 20, "the agent while codex exec runs", interval=0.05)
+        seen.append(hrig.agents())
+        return Text("done")
+
+    stub.decide = decide
+    run = cx.exec_in_pane(pane, "a prompt")
+    assert seen, hrig.diagnostics()
+    (agent,) = seen[0]
+    assert agent["harness"] == "codex" and agent["pane"] == pane, agent
+    assert agent["state"] == "working", agent
+    assert agent["session_id"] == session_of(run), agent
+    assert "Stop" in {h.event for h in hrig.hook_runs()}  # its idle report, just before the exit
+    # Gone once the process exited (its pidfd): no SessionEnd event in Codex.
+    poll(lambda: hrig.agents() == [], 20, "the agent gone after codex exec exited")
 
 
 @pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])

@@ -10,7 +10,7 @@ import re
 import shlex
 import shutil
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -204,6 +204,7 @@ def test_interactive_prompts(world: World) -> None:
 
     first = prompt("first prompt", 1)
     only_block(first.body, pane, world.why())
+    agent = idle_agent(world, pane)
     second = prompt("second prompt", 2)
     only_block(second.body, pane, world.why())
     assert new_blocks(first.body, second.body) == [], world.why()
@@ -214,9 +215,39 @@ def test_interactive_prompts(world: World) -> None:
     assert len(added) == 1, f"{added}\n{world.why()}"
     assert added[0].pane == pane and added[0].turn is not None, added[0].text
     assert neighbour(added[0], "right") == new, f"{added[0].text}\n{world.why()}"
+    again = idle_agent(world, pane)  # the same session's agent, idle again after its turn
+    assert again["session_id"] == agent["session_id"] and again["pid"] == agent["pid"], again
     run = quit_tui(world, pane, tag)
+    # Gone on quitting: the SessionEnd hook, or the daemon seeing the harness process exit.
+    agents_poll(world, lambda found: not found, "the agent to go")
+    world.notes["agent"] = f"idle after each turn as {agent['session_id']}; gone on quit"
     world.runs.append((run, [first, second, third]))
     world.record()
+
+
+def agents_poll(
+    world: World, ok: Callable[[list[dict[str, Any]]], bool], what: str, timeout: float = 30.0
+) -> None:
+    """Wait until the daemon's agents are ``ok``; else fail with them and the hooks' log."""
+    try:
+        poll(lambda: ok(world.hrig.agents()), timeout, what, interval=0.05)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {world.hrig.agents()}\n{world.why()}") from None
+
+
+def idle_agent(world: World, pane: str) -> dict[str, Any]:
+    """After a turn: the daemon lists exactly one agent, this harness's in ``pane``, ``idle``
+    (the Stop / AfterAgent hook, which may end just after the reply is drawn), under the
+    session id the harness gave its hooks."""
+    hrig = world.hrig
+    agents_poll(world, lambda found: [a["state"] for a in found] == ["idle"], "one idle agent")
+    (agent,) = hrig.agents()
+    sessions = {h.session for h in hrig.hook_runs() if h.session}
+    assert len(sessions) == 1, f"{sessions}\n{world.why()}"
+    assert agent["harness"] == world.driver.name, agent
+    assert agent["pane"] == pane, agent
+    assert agent["session_id"] == sessions.pop(), f"{agent}\n{world.why()}"
+    return agent
 
 
 def quit_tui(world: World, pane: str, tag: str) -> Run:
