@@ -185,7 +185,12 @@ def test_interactive_prompts(world: World) -> None:
     hrig.start_daemon()
     world.driver.prepare_tui(hrig)
     replies = iter(range(1, 100))
-    world.script(lambda _: Text(f"reply-{next(replies)}"))
+    # Numbered replies for the chat's requests only: a side request (Gemini CLI's prompt
+    # completion, which may ask while the prompt is typed and show its answer as ghost text)
+    # must not take a number, or its answer on the screen passes for the turn's.
+    world.script(
+        lambda q: Text(f"reply-{next(replies)}" if world.stub.is_model_request(q) else "aside")
+    )
     env = world.driver.env(hrig, world.stub)
     tag = hrig.start_in_pane(pane, world.driver.tui_argv(), env, interactive=True)
     poll(
@@ -199,8 +204,9 @@ def test_interactive_prompts(world: World) -> None:
         hrig.wait_screen(pane, text)
         hrig.send_keys(pane, "Enter")  # apart from the text: else it may be taken as pasted
         hrig.wait_screen(pane, f"reply-{n}")  # answered, and the TUI idle again
-        (q,) = [q for q in world.stub.model_requests() if text in "".join(strings(q.body))]
-        return q
+        found = [q for q in world.stub.model_requests() if text in "".join(strings(q.body))]
+        assert len(found) == 1, f"{len(found)} chat requests carry {text!r}\n{world.why()}"
+        return found[0]
 
     first = prompt("first prompt", 1)
     only_block(first.body, pane, world.why())
