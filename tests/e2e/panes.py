@@ -30,6 +30,11 @@ TMUXLOCD = str(Path(sys.executable).parent / "tmuxlocd")  # the project's CLI in
 HOOKCLOCK = Path(__file__).resolve().parent / "hookclock.py"
 
 
+def _ci_mark(name: str) -> bool:
+    """A variable by which a program tells it runs under CI (ink's is-in-ci, among others)."""
+    return name in ("CI", "CONTINUOUS_INTEGRATION") or name.startswith("CI_")
+
+
 @dataclass(frozen=True)
 class Run:
     rc: int
@@ -145,9 +150,15 @@ class HarnessRig:
         self, argv: Sequence[str], env: Mapping[str, str], tag: str, interactive: bool = False
     ) -> Path:
         lines = ["cd " + shlex.quote(str(self.work))]
+        # Not the CI runner's marks: Gemini CLI's TUI (ink's is-in-ci: CI, CONTINUOUS_INTEGRATION,
+        # CI_*) runs otherwise in a CI mode no user has, where the prompt typed into it never
+        # reached the model.  A pane's shell has them from the tmux server's environment.
+        ci = sorted(k for k in (*env, *os.environ) if _ci_mark(k))
+        if ci:
+            lines.append("unset " + " ".join(dict.fromkeys(ci)))
         for k, v in sorted(env.items()):
-            if k in ("TMUX", "TMUX_PANE") or not k.isidentifier():
-                continue  # a pane's own, set by tmux
+            if k in ("TMUX", "TMUX_PANE") or not k.isidentifier() or _ci_mark(k):
+                continue  # a pane's own, set by tmux; a CI runner's
             lines.append(f"export {k}={shlex.quote(v)}")
         out, err, rc = (self.root / f"{tag}.{x}" for x in ("out", "err", "rc"))
         cmd = " ".join(shlex.quote(a) for a in argv)
