@@ -5,8 +5,8 @@ For each harness: a throwaway HOME, the stub (``stub_model.py``: OpenAI chat com
 loopback, recording every request), ``tmuxlocd install <harness>`` run for real into that
 HOME, then two runs of the harness's non-interactive mode in one pane:
 
-1. ``hello RUNSHELL: tmux split-window -d``: the stub answers with one shell tool call that
-   splits the harness's pane (its neighbours change), then ``done``;
+1. ``hello RUNSHELL: tmux -S <socket> split-window -d``: the stub answers with one shell
+   tool call that splits the harness's pane (its neighbours change), then ``done``;
 2. the same session continued (``--continue`` / ``-c``) with ``again``: nothing changed.
 
 The report lists, per model request, each ``tmux location`` block the request carried: in
@@ -46,7 +46,14 @@ sys.path.insert(0, str(ROOT))
 
 from tests.tmuxtest import TmuxServer, poll  # noqa: E402
 
-PROMPT_1 = "hello RUNSHELL: tmux split-window -d"
+
+def prompt_1(socket_path: str) -> str:
+    """The first prompt: a split on the private server by its socket, named outright (a
+    harness may strip ``$TMUX`` from its shell tool, and plain ``tmux`` would then reach the
+    user's default server)."""
+    return f"hello RUNSHELL: tmux -S {shlex.quote(socket_path)} split-window -d"
+
+
 PROMPT_2 = "again"
 # A location block: its head and the lines of the text form after it.
 BLOCK = re.compile(
@@ -111,18 +118,19 @@ def configure(harness: str, home: Path, port: int) -> dict[str, str]:
     raise SystemExit(f"no calibration for {harness!r}")
 
 
-def commands(harness: str, binary: str) -> list[list[str]]:
+def commands(harness: str, binary: str, socket_path: str) -> list[list[str]]:
+    first = prompt_1(socket_path)
     if harness == "copilot":
         return [
-            [binary, "-p", PROMPT_1, "--allow-all-tools"],
+            [binary, "-p", first, "--allow-all-tools"],
             [binary, "--continue", "-p", PROMPT_2, "--allow-all-tools"],
         ]
     if harness == "qwen":
         return [
-            [binary, "-p", PROMPT_1, "--yolo"],
+            [binary, "-p", first, "--yolo"],
             [binary, "--continue", "-p", PROMPT_2, "--yolo"],
         ]
-    return [[binary, "run", PROMPT_1], [binary, "run", "-c", PROMPT_2]]
+    return [[binary, "run", first], [binary, "run", "-c", PROMPT_2]]
 
 
 def blocks(body: Any) -> list[tuple[int, str, str, str]]:
@@ -190,7 +198,7 @@ def main(argv: list[str]) -> int:
         print(f"harness pane: {pane}")
         seen = 0
         checked = False
-        for n, command in enumerate(commands(ns.harness, ns.bin), 1):
+        for n, command in enumerate(commands(ns.harness, ns.bin, server.socket_path), 1):
             marker = tmp / f"run{n}.rc"
             out = tmp / f"run{n}.out"
             script = (
