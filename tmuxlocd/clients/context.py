@@ -90,8 +90,11 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         data = sys.stdin.buffer.read(harness.MAX_STDIN + 1)
     except (OSError, ValueError, AttributeError):
         return
-    report_agent(name, data, env)
-    event = harness.parse_event(name, data, event_name)
+    value = harness.payload(data)
+    if value is None:
+        return
+    report_agent(name, value, env)
+    event = harness.event_of(name, value, event_name)
     if event is None:
         return
     store = Store(context_state_dir(env))
@@ -108,16 +111,12 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
             pass
 
 
-def report_agent(name: str, data: bytes, env: Mapping[str, str]) -> None:
+def report_agent(name: str, value: dict[str, object], env: Mapping[str, str]) -> None:
     """What the event says of the session's agent, to the daemon (``tmuxlocd.core.agents``): one
     request, whose answer is not waited for beyond its first bytes.  No daemon: nothing."""
     from tmuxlocd.core import agents
 
-    try:
-        value = harness.parse_json(data.decode("utf-8"))
-    except ValueError:
-        return
-    report = agents.report_of(name, value) if isinstance(value, dict) else None
+    report = agents.report_of(name, value)
     if report is None:
         return
     from tmuxlocd.clients.rawhttp import NoDaemon, raw_request

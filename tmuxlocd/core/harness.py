@@ -173,14 +173,26 @@ def parse_event(harness: str, data: bytes, event_name: str = "") -> HookEvent | 
     this command does not act on (bad JSON, no session, an event it does not know).
     ``event_name``: the event, for the harnesses that do not write it on stdin
     (``EVENT_IN_ARGV``)."""
-    events = EVENTS.get(harness)
-    if events is None or not data or len(data) > MAX_STDIN:
+    value = payload(data)
+    return None if value is None else event_of(harness, value, event_name)
+
+
+def payload(data: bytes) -> dict[str, object] | None:
+    """A hook's stdin as its JSON object; None for nothing, too much, bad JSON or another
+    value (parsed once per hook: the event and the agent's state both read it)."""
+    if not data or len(data) > MAX_STDIN:
         return None
     try:
         value = parse_json(data.decode("utf-8"))
     except ValueError:
         return None
-    if not isinstance(value, dict):
+    return value if isinstance(value, dict) else None
+
+
+def event_of(harness: str, value: dict[str, object], event_name: str = "") -> HookEvent | None:
+    """``parse_event`` on an already decoded payload."""
+    events = EVENTS.get(harness)
+    if events is None:
         return None
     if harness == "copilot":
         return _copilot_event(value, event_name)
