@@ -9,6 +9,7 @@ holds a pidfd on it, and answers ``GET /v1/agents``, ``tmuxlocd agents`` and the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -71,7 +72,15 @@ def permission(harness: str, session: str) -> dict[str, Any]:
 class Harness:
     """The stand-in harness process in its own pane (a new window, or a split)."""
 
-    def __init__(self, rig: Rig, harness: str, session: str, split: str | None = None) -> None:
+    def __init__(
+        self,
+        rig: Rig,
+        harness: str,
+        session: str,
+        split: str | None = None,
+        *,
+        ignore_hup: bool = False,
+    ) -> None:
         self.rig = rig
         self.harness = harness
         self.session = session
@@ -80,6 +89,9 @@ class Harness:
         os.mkfifo(self.dir / "jobs")
         argv = [PYTHON, HARNESS, str(self.dir), *this_hook(), harness]
         command = "exec " + " ".join(argv)
+        if ignore_hup:
+            # An ignored signal stays ignored across exec: the process outlives its pane.
+            command = "trap '' HUP; " + command
         how = ["split-window", "-d", "-t", split] if split else ["new-window", "-d"]
         self.pane = rig.tmux.run(*how, "-P", "-F", "#{pane_id}", command).strip()
         pid_file = self.dir / "pid"
@@ -310,6 +322,24 @@ def test_a_moved_pane_keeps_its_agent_and_a_resumed_session_moves(rig: Rig, daem
     assert [x["pane"] for x in agents(rig)] == [again.pane]
     again.kill()
     poll(lambda: not agents(rig), 10, "the agent to go")
+
+
+def test_a_closed_pane_ends_its_agent_though_the_process_lives_on(
+    rig: Rig, daemon: Daemon
+) -> None:
+    # A harness that ignores SIGHUP survives ``kill-pane``: no pidfd tells of that, the
+    # pane's removal does.
+    h = Harness(rig, "codex", "orphan", split="main", ignore_hup=True)
+    try:
+        h.event("SessionStart", source="startup")
+        h.event("UserPromptSubmit", prompt="hello")
+        assert state_of(rig, h.pane) == "working"
+        rig.tmux.run("kill-pane", "-t", h.pane)
+        poll(lambda: agent_in(rig, h.pane) is None, 10, "the closed pane's agent to go")
+        os.kill(h.pid, 0)  # still running: the pane went, not the process
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(h.pid, signal.SIGKILL)
 
 
 def test_agent_state_events_only_when_asked(rig: Rig, daemon: Daemon) -> None:
