@@ -188,6 +188,39 @@ def test_a_turn_working_waiting_idle_then_gone_on_kill(
     poll(lambda: agent_in(rig, h.pane) is None, 10, "the killed harness's agent to go")
 
 
+@pytest.mark.parametrize("harness", ["claude", "gemini"])
+def test_an_approved_edit_ends_waiting_and_tells_no_location(
+    rig: Rig, daemon: Daemon, harness: str
+) -> None:
+    h = Harness(rig, harness, f"{harness}-edit")
+    h.event("SessionStart", source="startup")
+    h.event(PROMPT[harness], prompt="fix it")
+    tool, after = ("write_file", "AfterTool") if harness == "gemini" else ("Edit", "PostToolUse")
+    if harness == "gemini":
+        asked = payload(
+            harness,
+            "Notification",
+            h.session,
+            notification_type="ToolPermission",
+            details={"type": "edit", "tool_name": tool},
+        )
+    else:
+        asked = payload(harness, "PermissionRequest", h.session, tool_name=tool)
+    h.send(asked)
+    found = agent_in(rig, h.pane)
+    assert found is not None and (found["state"], found["reason"]) == (
+        "waiting",
+        f"permission: {tool}",
+    )
+    # Approved: the edit's after-event (installed for this) says it works again, and,
+    # another tool than the shell, tells no location.
+    rig.tmux.run("split-window", "-d", "-t", h.pane)  # a change the shell's event would tell
+    rig.sync()
+    assert h.event(after, tool_name=tool) == ""
+    assert state_of(rig, h.pane) == "working"
+    h.kill()
+
+
 def test_claude_notifications_and_session_end(rig: Rig, daemon: Daemon) -> None:
     h = Harness(rig, "claude", "notes")
     h.event("UserPromptSubmit", prompt="x")
@@ -324,9 +357,7 @@ def test_a_moved_pane_keeps_its_agent_and_a_resumed_session_moves(rig: Rig, daem
     poll(lambda: not agents(rig), 10, "the agent to go")
 
 
-def test_a_closed_pane_ends_its_agent_though_the_process_lives_on(
-    rig: Rig, daemon: Daemon
-) -> None:
+def test_a_closed_pane_ends_its_agent_though_the_process_lives_on(rig: Rig, daemon: Daemon) -> None:
     # A harness that ignores SIGHUP survives ``kill-pane``: no pidfd tells of that, the
     # pane's removal does.
     h = Harness(rig, "codex", "orphan", split="main", ignore_hup=True)

@@ -129,6 +129,27 @@ def test_every_installed_state_event_is_understood() -> None:
             assert report_of(harness, payload) is not None, (harness, name)
 
 
+def test_the_tools_that_ask_first_end_waiting_and_only_they_run_the_hook() -> None:
+    import re
+
+    for harness, asking in agents.ASKING_TOOLS.items():
+        tool_event = "AfterTool" if harness == "gemini" else "PostToolUse"
+        assert (tool_event, asking) in agents.STATE_EVENTS[harness]
+        report = report_of(harness, ev(tool_event, tool_name="x"))
+        assert report is not None and report.state == WORKING
+    # The matchers as each harness reads them (a regular expression searched in the name).
+    claude = re.compile(agents.ASKING_TOOLS["claude"])
+    for tool in ("Edit", "Write", "NotebookEdit", "WebFetch", "mcp__tmux__where_am_i"):
+        assert claude.search(tool), tool
+    for tool in ("Bash", "Read", "Grep", "Glob", "Task", "BashOutput", "EditX"):
+        assert not claude.search(tool), tool
+    gemini = re.compile(agents.ASKING_TOOLS["gemini"])
+    for tool in ("replace", "write_file", "web_fetch", "google_web_search", "mcp_tmux_x"):
+        assert gemini.search(tool), tool
+    for tool in ("run_shell_command", "read_file", "glob", "search_file_content"):
+        assert not gemini.search(tool), tool
+
+
 @given(st.text(max_size=300))
 def test_a_reason_is_one_short_printable_line(text: str) -> None:
     line = short(text)

@@ -124,6 +124,28 @@ def test_events_of_each_harness(name: str, event: str, kind: str) -> None:
     assert (parsed.source, parsed.transcript, parsed.trigger) == ("", "", "")
 
 
+@pytest.mark.parametrize(
+    ("name", "event", "tool", "told"),
+    [
+        ("claude", "PostToolUse", "Bash", True),
+        ("claude", "PostToolUse", "Edit", False),
+        ("claude", "PostToolUse", "mcp__tmux__where_am_i", False),
+        ("codex", "PostToolUse", "Bash", True),
+        ("gemini", "AfterTool", "run_shell_command", True),
+        ("gemini", "AfterTool", "write_file", False),
+        ("qwen", "PostToolUse", "run_shell_command", True),
+        ("qwen", "PostToolUse", "edit", False),
+    ],
+)
+def test_only_the_shell_tools_after_event_is_a_tool_event(
+    name: str, event: str, tool: str, told: bool
+) -> None:
+    # Another tool's after-event runs the hook for the agent's state only (agents.ASKING_TOOLS).
+    data = json.dumps({"hook_event_name": event, "session_id": "abc", "tool_name": tool})
+    parsed = parse_event(name, data.encode())
+    assert (parsed is not None and parsed.kind == TOOL) is told
+
+
 def test_the_fields_a_decision_reads() -> None:
     data = {
         "hook_event_name": "PreCompress",

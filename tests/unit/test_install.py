@@ -25,6 +25,7 @@ from tmuxlocd.clients.install import (
     run,
     sandbox_notes,
 )
+from tmuxlocd.core.agents import ASKING_TOOLS
 
 EXE = ["/opt/tools/venv/bin/tmuxlocd"]
 HOOK = [*EXE, "context"]
@@ -88,13 +89,16 @@ def test_claude_user(env: Env) -> None:
         "SessionEnd",
     ]
     cmd = f"{EXE[0]} context claude"
+    entry = [{"type": "command", "command": cmd, "timeout": 10}]
     for event in hooks:
-        assert hooks[event] == [
-            {
-                **({"matcher": "Bash"} if event == "PostToolUse" else {}),
-                "hooks": [{"type": "command", "command": cmd, "timeout": 10}],
-            }
-        ]
+        if event == "PostToolUse":
+            # The shell tool for the location, the tools that ask first for the state.
+            assert hooks[event] == [
+                {"matcher": "Bash", "hooks": entry},
+                {"matcher": ASKING_TOOLS["claude"], "hooks": entry},
+            ]
+            continue
+        assert hooks[event] == [{"hooks": entry}]
     # User MCP servers live in ~/.claude.json, which Claude Code rewrites: a command to run.
     assert not (env.home / ".claude.json").exists()
     assert any(f"claude mcp add --scope user tmux -- {EXE[0]} mcp" in line for line in env.lines)

@@ -69,15 +69,36 @@ _FIXED: dict[str, dict[str, str]] = {
 # (SessionStart, the prompt and the tool event report state too), with each one's matcher.
 # Codex has no SessionEnd hook (its generated hook schemas list none): its agent is gone when
 # its process exits.
+#
+# A harness tells of no permission granted: the tool's after-event is the first sign that the
+# agent works again.  The context hook's after-tool event matches the shell tool only; these
+# matchers add the other tools that ask first by default, so approving an edit ends
+# ``waiting`` when the edit is done, not at the next shell command or the turn's end.  Tools
+# that never ask (reads, searches) run no hook.  Claude Code: its permission table (Edit,
+# Write, NotebookEdit, WebFetch, WebSearch, and every MCP tool, ``mcp__<server>__<tool>``).
+# Gemini CLI 0.61.0: ``replace``, ``write_file``, ``web_fetch``, ``google_web_search`` and MCP
+# tools (``mcp_<server>_<tool>``); its matchers are unanchored regular expressions.  Codex
+# asks only for Bash and network access (its PermissionRequest schema), both ending in a
+# shell command.
+ASKING_TOOLS = {
+    "claude": "^(Edit|MultiEdit|Write|NotebookEdit|WebFetch|WebSearch|mcp__.*)$",
+    "gemini": "^(replace|write_file|web_fetch|google_web_search|mcp_.*)$",
+}
 STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
     "claude": [
         ("PermissionRequest", None),
         ("Notification", None),
+        ("PostToolUse", ASKING_TOOLS["claude"]),
         ("Stop", None),
         ("SessionEnd", None),
     ],
     "codex": [("PermissionRequest", None), ("Stop", None)],
-    "gemini": [("Notification", None), ("AfterAgent", None), ("SessionEnd", None)],
+    "gemini": [
+        ("Notification", None),
+        ("AfterTool", ASKING_TOOLS["gemini"]),
+        ("AfterAgent", None),
+        ("SessionEnd", None),
+    ],
 }
 
 # Claude Code's Notification ``notification_type`` values (its hooks reference).

@@ -205,6 +205,11 @@ def event_of(harness: str, value: dict[str, object], event_name: str = "") -> Ho
     kind = events.get(name)
     if kind is None or not session or len(session) > MAX_SESSION_ID:
         return None
+    tool = value.get("tool_name")
+    if kind == TOOL and isinstance(tool, str) and tool != SHELL_TOOL[harness]:
+        # Another tool's after-event (installed for the agent's state): the location is
+        # told after shell commands only, whatever the matchers run.
+        return None
     return HookEvent(
         harness,
         name,
