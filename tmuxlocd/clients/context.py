@@ -93,7 +93,7 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
     value = harness.payload(data)
     if value is None:
         return
-    report_agent(name, value, env)
+    report_agent(name, value, env, event_name)
     event = harness.event_of(name, value, event_name)
     if event is None:
         return
@@ -111,12 +111,14 @@ def run(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
             pass
 
 
-def report_agent(name: str, value: dict[str, object], env: Mapping[str, str]) -> None:
+def report_agent(
+    name: str, value: dict[str, object], env: Mapping[str, str], event_name: str = ""
+) -> None:
     """What the event says of the session's agent, to the daemon (``tmuxlocd.core.agents``): one
     request, whose answer is not waited for beyond its first bytes.  No daemon: nothing."""
     from tmuxlocd.core import agents
 
-    report = agents.report_of(name, value)
+    report = agents.report_of(name, value, event_name)
     if report is None:
         return
     from tmuxlocd.clients.rawhttp import NoDaemon, raw_request

@@ -101,12 +101,23 @@ STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
     ],
 }
 
-# Claude Code's Notification ``notification_type`` values (its hooks reference).
-_CLAUDE_NOTIFICATIONS = {
-    "permission_prompt": (WAITING, "permission"),
-    "elicitation_dialog": (WAITING, "question"),
-    "idle_prompt": (IDLE, ""),
+# Each harness's Notification ``notification_type`` values, for those whose notifications
+# have Claude Code's shape (its hooks reference): the state and the reason each one means.
+# "permission" becomes ``permission: <tool>`` when the payload names the tool.  Gemini CLI's
+# one kind (``ToolPermission``) is read in ``report_of``.
+_NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
+    "claude": {
+        "permission_prompt": (WAITING, "permission"),
+        "elicitation_dialog": (WAITING, "question"),
+        "idle_prompt": (IDLE, ""),
+    },
 }
+
+# Where a payload names its session, for the harnesses whose field is not ``session_id``.
+_SESSION_FIELD = {"copilot": "sessionId", "antigravity": "conversationId"}
+
+# The harnesses whose events say anything of their agent.
+HARNESSES = tuple(_FIXED)
 
 
 class Report:
@@ -161,12 +172,16 @@ def _permission(value: Mapping[str, object]) -> str:
     return short(f"permission: {tool}" if tool else "permission")
 
 
-def report_of(harness: str, value: Mapping[str, object]) -> Report | None:
+def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Report | None:
     """The agent state a hook event's payload (its JSON object) reports; None when it says
-    nothing of it (an event of no meaning here, a notification of another kind, no session)."""
+    nothing of it (an event of no meaning here, a notification of another kind, no session).
+    ``event`` is the event's name from the hook's command line, for the harnesses that put
+    none in the payload (``harness.EVENT_IN_ARGV``)."""
     events = _FIXED.get(harness)
     name = value.get("hook_event_name")
-    session = value.get("session_id")
+    if not isinstance(name, str):
+        name = event
+    session = value.get(_SESSION_FIELD.get(harness, "session_id"))
     if events is None or not isinstance(name, str) or not isinstance(session, str):
         return None
     if not session or len(session) > MAX_SESSION_ID or name not in events:
@@ -175,8 +190,9 @@ def report_of(harness: str, value: Mapping[str, object]) -> Report | None:
     reason = ""
     if name == "Notification":
         kind = value.get("notification_type")
-        if harness == "claude":
-            found = _CLAUDE_NOTIFICATIONS.get(kind) if isinstance(kind, str) else None
+        table = _NOTIFICATIONS.get(harness)
+        if table is not None:
+            found = table.get(kind) if isinstance(kind, str) else None
             if found is None:
                 return None
             state, reason = found

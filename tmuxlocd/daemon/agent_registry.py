@@ -188,7 +188,7 @@ def decode_saved(data: bytes) -> list[Agent]:
             s.since,
         )
         for s in saved.agents
-        if s.state in agents.STATES and s.harness in ("claude", "codex", "gemini")
+        if s.state in agents.STATES and s.harness in agents.HARNESSES
     ]
 
 

@@ -33,6 +33,7 @@ import msgspec
 from msgspec import Meta
 
 from tmuxlocd.core.activity import WAIT_DEFAULT_S, WAIT_MAX_S
+from tmuxlocd.core.agent_view import Harness
 from tmuxlocd.core.events import STREAM_TYPES, ActivityType, ChangeType
 from tmuxlocd.core.layout import Direction
 from tmuxlocd.daemon.api.errors import ApiError
@@ -339,7 +340,7 @@ class AgentsQuery(Query, frozen=True, kw_only=True):
 class AgentReportQuery(Query, frozen=True, kw_only=True):
     """Also the JSON body's fields (SPEC §13): the body's win over the query's."""
 
-    harness: Literal["claude", "codex", "gemini"] | None = None
+    harness: Harness | None = None
     session_id: ShortText | None = None
     event: ShortText | None = None
     state: Literal["working", "waiting", "idle", "gone"] | None = None
