@@ -123,10 +123,13 @@ def test_events_that_say_nothing_of_the_agent(harness: str, payload: dict[str, o
 def test_every_installed_state_event_is_understood() -> None:
     for harness, events in agents.STATE_EVENTS.items():
         for name, _ in events:
+            # Each harness's session field; the event also named as on the hook's command
+            # line, for those whose payload names none.
             payload = ev(name, notification_type="permission_prompt")
+            payload.update(sessionId="s1", conversationId="s1")
             if harness == "gemini":
                 payload["notification_type"] = "ToolPermission"
-            assert report_of(harness, payload) is not None, (harness, name)
+            assert report_of(harness, payload, name) is not None, (harness, name)
 
 
 def test_the_tools_that_ask_first_end_waiting_and_only_they_run_the_hook() -> None:

@@ -204,23 +204,14 @@ def test_antigravity_install_has_a_matcher_and_the_event_in_the_command() -> Non
     path = HOME / ".gemini" / "config" / "hooks.json"
     after = plan("antigravity", remove=False)
     assert list(after) == [path]  # no MCP entry: its shape is not known here
+
+    def group(event: str) -> list[dict[str, object]]:
+        command = shlex.join([*HOOK, "antigravity", "--event", event])
+        return [{"matcher": "", "hooks": [{"type": "command", "command": command, "timeout": 10}]}]
+
+    # The context hook's event, and the agent state's ``Stop``.
     assert json.loads(after[path]) == {
-        "hooks": {
-            "PreInvocation": [
-                {
-                    "matcher": "",
-                    "hooks": [
-                        {
-                            "type": "command",
-                            "command": shlex.join(
-                                [*HOOK, "antigravity", "--event", "PreInvocation"]
-                            ),
-                            "timeout": 10,
-                        }
-                    ],
-                }
-            ]
-        }
+        "hooks": {"PreInvocation": group("PreInvocation"), "Stop": group("Stop")}
     }
     assert plan("antigravity", dict(after), remove=True) == {path: ""}
 

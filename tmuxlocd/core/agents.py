@@ -63,6 +63,14 @@ _FIXED: dict[str, dict[str, str]] = {
         "AfterAgent": IDLE,
         "SessionEnd": GONE,
     },
+    # Antigravity CLI (its hooks documentation; read, not run): ``PreInvocation`` before
+    # every model call of a turn, ``Stop`` when the agent stops (``terminationReason``).  No
+    # hook tells of its permission dialog or of a session's end: it is never ``waiting``
+    # here, and it is gone when its process exits.
+    "antigravity": {
+        "PreInvocation": WORKING,
+        "Stop": IDLE,
+    },
 }
 
 # The hook events ``tmuxlocd install`` adds for agent state, beyond those of the context hook
@@ -99,6 +107,9 @@ STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
         ("AfterAgent", None),
         ("SessionEnd", None),
     ],
+    # Its hooks file wants a matcher in every group ("" matches all); the context hook's
+    # ``PreInvocation`` reports ``working`` already.
+    "antigravity": [("Stop", "")],
 }
 
 # Each harness's Notification ``notification_type`` values, for those whose notifications
