@@ -152,8 +152,15 @@ def test_copilot_install_writes_its_own_hooks_file_and_mcp_entry() -> None:
     after = plan("copilot", remove=False)
     hooks = json.loads(after[HOME / ".copilot" / "hooks" / "tmuxlocd.json"])
     assert list(hooks) == ["version", "hooks"] and hooks["version"] == 1
-    # No sessionStart: Copilot runs it concurrently with the first prompt's hook.
-    assert list(hooks["hooks"]) == ["userPromptSubmitted", "postToolUse"]
+    # No sessionStart: Copilot runs it concurrently with the first prompt's hook.  The last
+    # three report the agent's state only.
+    assert list(hooks["hooks"]) == [
+        "userPromptSubmitted",
+        "postToolUse",
+        "notification",
+        "agentStop",
+        "sessionEnd",
+    ]
     for event, entries in hooks["hooks"].items():
         assert entries == [
             {
@@ -187,7 +194,16 @@ def test_qwen_install_timeouts_are_ten_seconds_in_every_version() -> None:
     path = HOME / ".qwen" / "settings.json"
     settings = json.loads(plan("qwen", remove=False)[path])
     hooks = settings["hooks"]
-    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "PostToolUse"]
+    # The context hook's events, then the agent state's.
+    assert list(hooks) == [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PermissionRequest",
+        "Notification",
+        "Stop",
+        "SessionEnd",
+    ]
     assert hooks["PostToolUse"][0]["matcher"] == "run_shell_command"
     for groups in hooks.values():
         entry = groups[0]["hooks"][0]

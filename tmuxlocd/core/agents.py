@@ -63,6 +63,29 @@ _FIXED: dict[str, dict[str, str]] = {
         "AfterAgent": IDLE,
         "SessionEnd": GONE,
     },
+    # GitHub Copilot CLI 1.0.102 (run): camelCase events, named on the hook's command line.
+    # Its ``permissionRequest`` runs before its permission rules, for tools they allow
+    # without asking too (``--allow-all``): only the ``notification`` that a dialog is shown
+    # means ``waiting``.  The notification's payload names itself ``Notification``; the
+    # command line's name wins.  No ``sessionStart`` hook is installed (see install.py).
+    "copilot": {
+        "userPromptSubmitted": WORKING,
+        "postToolUse": WORKING,
+        "notification": "",  # by notification_type
+        "agentStop": IDLE,
+        "sessionEnd": GONE,
+    },
+    # Qwen Code 0.24.4 (run): Claude Code's events and fields.  Its ``-p`` runs no
+    # ``SessionEnd``: such an agent goes with its process.
+    "qwen": {
+        "SessionStart": IDLE,
+        "UserPromptSubmit": WORKING,
+        "PostToolUse": WORKING,
+        "PermissionRequest": WAITING,
+        "Notification": "",  # by notification_type
+        "Stop": IDLE,
+        "SessionEnd": GONE,
+    },
     # Antigravity CLI (its hooks documentation; read, not run): ``PreInvocation`` before
     # every model call of a turn, ``Stop`` when the agent stops (``terminationReason``).  No
     # hook tells of its permission dialog or of a session's end: it is never ``waiting``
@@ -107,6 +130,15 @@ STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
         ("AfterAgent", None),
         ("SessionEnd", None),
     ],
+    # Copilot CLI's hooks have no matcher here: every notification runs the hook, which
+    # reads its kind.
+    "copilot": [("notification", None), ("agentStop", None), ("sessionEnd", None)],
+    "qwen": [
+        ("PermissionRequest", None),
+        ("Notification", None),
+        ("Stop", None),
+        ("SessionEnd", None),
+    ],
     # Its hooks file wants a matcher in every group ("" matches all); the context hook's
     # ``PreInvocation`` reports ``working`` already.
     "antigravity": [("Stop", "")],
@@ -118,6 +150,20 @@ STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
 # one kind (``ToolPermission``) is read in ``report_of``.
 _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
     "claude": {
+        "permission_prompt": (WAITING, "permission"),
+        "elicitation_dialog": (WAITING, "question"),
+        "idle_prompt": (IDLE, ""),
+    },
+    # Copilot CLI 1.0.102 (run): ``permission_prompt`` as its dialog opens (``message``
+    # "Run command: ..."); its documentation names elicitation dialogs too.  Other kinds
+    # (a shell's or the agent's completion) say nothing here: ``agentStop`` does.
+    "copilot": {
+        "permission_prompt": (WAITING, "permission"),
+        "elicitation_dialog": (WAITING, "question"),
+    },
+    # Qwen Code 0.24.4 (run): ``permission_prompt`` right after ``PermissionRequest``,
+    # ``idle_prompt`` right after ``Stop``, ``auth_success`` at start (nothing here).
+    "qwen": {
         "permission_prompt": (WAITING, "permission"),
         "elicitation_dialog": (WAITING, "question"),
         "idle_prompt": (IDLE, ""),
@@ -189,9 +235,7 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
     ``event`` is the event's name from the hook's command line, for the harnesses that put
     none in the payload (``harness.EVENT_IN_ARGV``)."""
     events = _FIXED.get(harness)
-    name = value.get("hook_event_name")
-    if not isinstance(name, str):
-        name = event
+    name = event or value.get("hook_event_name")
     session = value.get(_SESSION_FIELD.get(harness, "session_id"))
     if events is None or not isinstance(name, str) or not isinstance(session, str):
         return None
@@ -199,7 +243,7 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
         return None
     state = events[name]
     reason = ""
-    if name == "Notification":
+    if state == "":  # a notification: by its kind
         kind = value.get("notification_type")
         table = _NOTIFICATIONS.get(harness)
         if table is not None:
@@ -381,6 +425,14 @@ class Agents:
             )
         else:
             state, reason = report.state, report.reason
+            if (
+                state == old.state == WAITING
+                and reason == "permission"
+                and old.reason.startswith("permission: ")
+            ):
+                # The notification of a dialog that a permission request named first
+                # (Claude Code, Qwen Code): the same wait, whose tool is known.
+                reason = old.reason
             if report.event == "SessionStart":
                 # A known session starting again (Claude Code's and Codex's ``compact``, which
                 # may come in the middle of a turn; a resume) is where it was, doing what it
