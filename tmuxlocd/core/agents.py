@@ -32,6 +32,7 @@ GONE = "gone"
 STATES = (WORKING, WAITING, IDLE)
 
 MAX_REASON = 80
+PERMISSION = "permission"  # a reason, ``permission: <tool>`` when the tool is known
 MAX_SESSION_ID = 512
 
 # What each harness's hook events mean for its agent (docs/harnesses.md, "Agent state"):
@@ -120,6 +121,8 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
     "claude": {
         "permission_prompt": (WAITING, "permission"),
         "elicitation_dialog": (WAITING, "question"),
+        # A background agent of the session is blocked on the user (2.1.332's agents view).
+        "agent_needs_input": (WAITING, "question"),
         "idle_prompt": (IDLE, ""),
     },
 }
@@ -386,6 +389,12 @@ class Agents:
                 # may come in the middle of a turn; a resume) is where it was, doing what it
                 # was: only a new one starts idle.
                 state, reason = old.state, old.reason
+            elif (state, reason) == (WAITING, PERMISSION) and old.reason.startswith(
+                PERMISSION + ": "
+            ):
+                # The same dialog told again without its tool (Claude Code's permission_prompt
+                # Notification, some seconds after its PermissionRequest named the tool).
+                reason = old.reason
             same = old.state == state and old.reason == reason
             new = Agent(
                 report.harness,
