@@ -58,6 +58,7 @@ class Driver:
     # tool that writes a file, and the words on the screen while it asks.
     write_tool: str
     asking_words: str
+    asking_reason: str  # the agent's reason while it asks
 
     def asking_tui_argv(self) -> list[str]:
         raise NotImplementedError
@@ -151,6 +152,7 @@ class Claude(Driver):
 
     write_tool = "Write"
     asking_words = "Do you want to create"
+    asking_reason = "permission: Write"  # its PermissionRequest's tool_name
 
     def asking_tui_argv(self) -> list[str]:
         return [self.binary(), "--permission-mode", "default"]
@@ -249,6 +251,8 @@ class Gemini(Driver):
 
     write_tool = "write_file"
     asking_words = "Allow once"
+    # Its ToolPermission Notification: the confirmation's type, no tool name for an edit.
+    asking_reason = "permission: edit"
 
     def asking_tui_argv(self) -> list[str]:
         return [self.binary(), "--approval-mode", "default"]

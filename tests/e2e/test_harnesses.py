@@ -339,7 +339,7 @@ def test_permission_states(world: World) -> None:
     agents_poll(world, lambda f: [a["state"] for a in f] == ["waiting"], "the agent waiting")
     asking = one_agent(world)
     assert asking is not None and asking["pane"] == pane, asking
-    assert asking["reason"] == f"permission: {driver.write_tool}", f"{asking}\n{world.why()}"
+    assert asking["reason"] == driver.asking_reason, f"{asking}\n{world.why()}"
     if driver.name == "claude":
         # Its permission_prompt Notification (some seconds into the dialog) names no tool:
         # the reason keeps the one its PermissionRequest named.

@@ -70,3 +70,26 @@ def test_a_background_agent_that_needs_input_is_a_question() -> None:
     told = claude("Notification", notification_type="agent_needs_input", message="a needs input")
     report = report_of("claude", told)
     assert report is not None and (report.state, report.reason) == (WAITING, "question")
+
+
+def gemini_permission(details: dict[str, str]) -> tuple[str, str]:
+    payload = {
+        "hook_event_name": "Notification",
+        "session_id": "g1",
+        "notification_type": "ToolPermission",
+        "message": "Tool x requires editing",
+        "details": details,
+    }
+    report = report_of("gemini", payload)
+    assert report is not None
+    return report.state, report.reason
+
+
+def test_gemini_names_the_kind_of_an_edit_and_the_tool_of_an_mcp_call() -> None:
+    """Gemini CLI 0.61.0's ToolPermission details (toSerializableDetails): an edit (what
+    ``write_file`` asks, seen with the real TUI) has its type and file, no tool name; an MCP
+    confirmation has ``toolName``."""
+    edit = {"type": "edit", "title": "Write", "fileName": "a.txt", "filePath": "/x/a.txt"}
+    assert gemini_permission(edit) == (WAITING, "permission: edit")
+    mcp = {"type": "mcp", "title": "t", "serverName": "tmux", "toolName": "where_am_i"}
+    assert gemini_permission(mcp) == (WAITING, "permission: where_am_i")

@@ -170,12 +170,13 @@ def short(text: object) -> str:
 
 
 def _tool(value: Mapping[str, object]) -> str:
-    """The tool a permission is for: ``tool_name``, else Gemini CLI's ``details`` (its
-    ``tool_name``, else the confirmation's ``type``: exec, edit, mcp)."""
+    """The tool a permission is for: ``tool_name``, else Gemini CLI's ``details`` (an MCP
+    confirmation's ``toolName``, else the confirmation's ``type``: exec, edit, mcp; 0.61.0
+    names no tool in the others, toSerializableDetails)."""
     tool = value.get("tool_name")
     details = value.get("details")
     if not isinstance(tool, str) and isinstance(details, dict):
-        tool = details.get("tool_name")
+        tool = details.get("tool_name", details.get("toolName"))
         if not isinstance(tool, str):
             tool = details.get("type")
     return tool if isinstance(tool, str) else ""
