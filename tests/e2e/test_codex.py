@@ -24,6 +24,7 @@ import shlex
 import signal
 import statistics
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -405,7 +406,7 @@ def capture(hrig: HarnessRig, pane: str) -> str:
     return hrig.rig.tmux.run("capture-pane", "-p", "-t", pane)
 
 
-def start_tui(cx: Codex, pane: str) -> None:
+def start_tui(cx: Codex, pane: str, *args: str) -> None:
     """The interactive TUI in the foreground of ``pane``, on its tty, with the test's env."""
     env = cx.env()
     lines = ["cd " + shlex.quote(str(cx.hrig.work))]
@@ -414,7 +415,7 @@ def start_tui(cx: Codex, pane: str) -> None:
         for k, v in sorted(env.items())
         if k not in ("TMUX", "TMUX_PANE") and k.isidentifier()
     ]
-    lines.append(f"exec {shlex.quote(str(cx.binary))}")
+    lines.append("exec " + shlex.join([str(cx.binary), *args]))
     script = cx.hrig.root / f"tui-{pane[1:]}.sh"
     script.write_text("\n".join(lines) + "\n")
     cx.hrig.rig.tmux.run("send-keys", "-t", pane, f"exec sh {script}", "Enter")
@@ -556,16 +557,33 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     stub.decide = answer_each(
         {prompt_a: always_text, prompt_b: mcp_then_text, prompt_later: always_text}
     )
+    # The daemon's agents once each answer is shown (the Stop hook may end just after).
+    listed: list[list[tuple[str, str]]] = []
+
+    def agents_now() -> None:
+        def settled() -> bool:
+            found = hrig.agents()
+            return shared or (bool(found) and all(x["state"] == "idle" for x in found))
+
+        try:
+            poll(settled, 10, "the agents idle", interval=0.05)
+        except AssertionError:
+            pass  # asserted below, with what was listed
+        listed.append(sorted((x["pane"], x["state"]) for x in hrig.agents()))
+
     try:
         start_tui(cx, a)
         got_a = submit(cx, a, prompt_a)
+        agents_now()
         start_tui(cx, b)
         got_b = submit(cx, b, prompt_b)
+        agents_now()
         tree, procs = process_tree(cx)
         # The TUI that started the shared server quits (its pane closes with it): the server
         # lives on, re-parented, and the other TUI's next prompt is still its own or nothing.
         quit_tui(cx, a)
         later = submit(cx, b, prompt_later)
+        agents_now()
         tree_later, _ = process_tree(cx)
     finally:
         # The TUIs end with the tmux server (cleanup); the shared server outlives them.
@@ -573,6 +591,14 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
         end_app_server(cx.home)
     print(tree)
 
+    print(f"agents listed after each answer: {listed}")
+    if shared:
+        # The hooks are the shared server's children, in no pane: no agent can be placed in
+        # one, and none is listed (SPEC §13), never one in the wrong pane.
+        assert listed == [[], [], []], f"{listed}\n{hrig.diagnostics()}"
+    else:
+        # Each TUI runs its own session, its hooks its children: its agent in its own pane.
+        assert listed == [[(a, "idle")], [(a, "idle"), (b, "idle")], [(b, "idle")]], listed
     servers = [p for p in procs if serves_sessions(p.args.replace(" ", "\0").encode())]
     mcps = [p for p in procs if p.args.endswith("tmuxlocd mcp")]
     if shared:
@@ -620,3 +646,94 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     mcp_answer = results[-1].rpartition("Output:")[2].strip().split("\n", 1)[0]
     print(f"{how}: MCP where_am_i from TUI B: {mcp_answer}")
     Rows(hrig, stub).record(f"two TUIs, {how}")
+
+
+def test_tui_in_process_asks_to_escalate_waiting_then_working_idle_gone(
+    hrig: HarnessRig, stub: ResponsesStub
+) -> None:
+    """SPEC §13 with the real TUI running its session in-process (``daemon_auto_start =
+    false``: its hooks are its children, in its pane) in a sandbox that asks: ``working``
+    while the model is asked, ``waiting`` on its PermissionRequest when the model's shell
+    call asks to leave the sandbox, ``working`` right after the approved command ran (its
+    PostToolUse), ``idle`` after the turn, gone at once when the TUI is killed."""
+    cx = setup_codex(hrig, stub, features={"daemon_auto_start": False})
+    hrig.start_daemon()
+    pane = hrig.first_pane
+    target = hrig.work / "escalated.txt"
+    prompt = "write the file outside the sandbox"
+    seen: dict[str, tuple[str, float]] = {}
+
+    def state_within(want: str) -> tuple[str, float]:
+        start = time.monotonic()
+        state = ""
+        while time.monotonic() - start < 10:
+            found = hrig.agents()
+            state = found[0]["state"] if len(found) == 1 else f"{len(found)} agents"
+            if state == want:
+                break
+            time.sleep(0.01)
+        return state, time.monotonic() - start
+
+    def escalate(request: Recorded) -> Turn:
+        if tool_results(request.body):
+            seen.setdefault("after the tool", state_within("working"))
+            return Text("done")
+        seen.setdefault("asking the model", state_within("working"))
+        return ToolCall(
+            SHELL_TOOL,
+            {
+                "cmd": f"echo approved > {shlex.quote(str(target))}",
+                "sandbox_permissions": "require_escalated",
+                "justification": "May I write the file outside the sandbox?",
+            },
+        )
+
+    stub.decide = answer_each({prompt: escalate})
+    try:
+        start_tui(cx, pane, "--sandbox", "workspace-write", "--ask-for-approval", "on-request")
+        hrig.rig.tmux.run("send-keys", "-t", pane, "-l", prompt)
+        poll(lambda: prompt in capture(hrig, pane), 30, "the prompt typed", interval=0.05)
+        hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
+        poll(
+            lambda: "Would you like to run" in capture(hrig, pane),
+            90,
+            "the approval dialog",
+            interval=0.1,
+        )
+        poll(
+            lambda: [x["state"] for x in hrig.agents()] == ["waiting"],
+            20,
+            "the agent waiting",
+            interval=0.05,
+        )
+        (asking,) = hrig.agents()
+        assert asking["pane"] == pane and asking["harness"] == "codex", asking
+        assert not target.exists()
+        hrig.rig.tmux.run("send-keys", "-t", pane, "y")  # Yes, proceed
+        poll(lambda: f"answer to {prompt}" in capture(hrig, pane), 90, "the answer", interval=0.1)
+        poll(
+            lambda: [x["state"] for x in hrig.agents()] == ["idle"],
+            20,
+            "the agent idle",
+            interval=0.05,
+        )
+        (agent,) = hrig.agents()
+        events = [h.event for h in hrig.hook_runs()]
+        start = time.monotonic()
+        os.kill(agent["pid"], signal.SIGKILL)
+        while hrig.agents():
+            assert time.monotonic() - start < 10, hrig.agents()
+        took = time.monotonic() - start
+    finally:
+        hrig.rig.tmux.run("kill-server", check=False)
+        end_app_server(cx.home)
+    print(
+        f"codex TUI: waiting {asking['reason']!r}; working "
+        f"{seen['after the tool'][1] * 1000:.0f} ms into the request after the tool; gone "
+        f"{took * 1000:.1f} ms after kill -9 (pid {agent['pid']}); events {events}"
+    )
+    assert target.read_text() == "approved\n"
+    assert asking["reason"] == "permission: Bash", f"{asking}\n{hrig.diagnostics()}"
+    assert seen["asking the model"][0] == "working", seen
+    assert seen["after the tool"][0] == "working", f"{seen}\n{hrig.diagnostics()}"
+    assert took < 0.1, took
