@@ -289,7 +289,7 @@ class HarnessRig:
 
 
 def process_ended(pid: int) -> bool:
-    """Gone, or a zombie: it has exited."""
+    """Gone, or a zombie: it has exited (its parent may be gone too, or not reap it)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().rpartition(b")")[2].split()[0] == b"Z"

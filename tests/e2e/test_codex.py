@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import npmcache
-from tests.e2e.panes import HarnessRig, Run, report
+from tests.e2e.panes import HarnessRig, Run, process_ended, report
 from tests.e2e.stub_base import (
     Block,
     Decide,
@@ -529,19 +529,10 @@ def end_app_server(codex_home: Path) -> None:
     for pid in pids:
         os.kill(pid, signal.SIGTERM)
     try:
-        poll(lambda: all(_ended(p) for p in pids), 10, "the shared app-server to exit")
+        poll(lambda: all(process_ended(p) for p in pids), 10, "the shared app-server to exit")
     except AssertionError:
         for pid in app_server_pids(codex_home):  # still running from this HOME
             os.kill(pid, signal.SIGKILL)
-
-
-def _ended(pid: int) -> bool:
-    """Gone, or a zombie (its parent, the first TUI, may be gone too, or not reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0] == b"Z"
-    except OSError:
-        return True
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-app-server", "one-per-tui"])
