@@ -54,6 +54,18 @@ class Driver:
     def tui_argv(self) -> list[str]:
         raise NotImplementedError
 
+    # The TUI in its default permission mode, where a file edit asks the user first: the
+    # tool that writes a file, and the words on the screen while it asks.
+    write_tool: str
+    asking_words: str
+    asking_reason: str  # the agent's reason while it asks
+
+    def asking_tui_argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def write_call(self, path: str, content: str) -> ToolCall:
+        return ToolCall(self.write_tool, {"file_path": path, "content": content})
+
     def prepare_tui(self, hrig: HarnessRig) -> None:
         """What the TUI asks once on a new machine, answered in the HOME beforehand."""
 
@@ -137,6 +149,13 @@ class Claude(Driver):
 
     def tui_argv(self) -> list[str]:
         return [self.binary(), "--allowedTools", "Bash", "mcp__tmux"]
+
+    write_tool = "Write"
+    asking_words = "Do you want to create"
+    asking_reason = "permission: Write"  # its PermissionRequest's tool_name
+
+    def asking_tui_argv(self) -> list[str]:
+        return [self.binary(), "--permission-mode", "default"]
 
     def prepare_tui(self, hrig: HarnessRig) -> None:
         # ~/.claude.json (written by `claude mcp add` in setup): onboarding done, the API key
@@ -229,6 +248,14 @@ class Gemini(Driver):
 
     def tui_argv(self) -> list[str]:
         return [self.binary(), "--approval-mode", "yolo"]
+
+    write_tool = "write_file"
+    asking_words = "Allow once"
+    # Its ToolPermission Notification: the confirmation's type, no tool name for an edit.
+    asking_reason = "permission: edit"
+
+    def asking_tui_argv(self) -> list[str]:
+        return [self.binary(), "--approval-mode", "default"]
 
     def last_session(self, hrig: HarnessRig) -> str:
         return "latest"  # the HOME is this test's: its latest session is the one just run

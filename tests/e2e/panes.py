@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -103,6 +104,22 @@ class HarnessRig:
         assert resp is not None and resp.status == 200, resp and resp.body
         found: list[dict[str, Any]] = json.loads(resp.body)["agents"]
         return found
+
+    def kill_agent_process(self, pid: int) -> tuple[float, float]:
+        """``kill -9`` an agent's harness process, then poll as fast as one request allows:
+        the seconds until the kernel shows it ended (gone or a zombie) and until the daemon
+        lists no agent.  The first is the kernel's tearing down of a large process; the
+        difference is the daemon's."""
+        start = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        ended: float | None = None
+        while True:
+            now = time.monotonic() - start
+            if ended is None and process_ended(pid):
+                ended = now
+            if not self.agents():
+                return (now if ended is None else ended), now
+            assert now < 10, f"still listed: {self.agents()}"
 
     def cleanup(self) -> None:
         try:
@@ -269,6 +286,15 @@ class HarnessRig:
         )
         debug = "\n".join("  " + line for line in self.debug_lines())
         return f"hook runs:\n{runs or '  none'}\ncontext debug log:\n{debug or '  empty'}"
+
+
+def process_ended(pid: int) -> bool:
+    """Gone, or a zombie: it has exited (its parent may be gone too, or not reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] == b"Z"
+    except OSError:
+        return True
 
 
 def wrap_hooks(path: Path, log: Path) -> None:

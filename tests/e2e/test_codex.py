@@ -24,6 +24,7 @@ import shlex
 import signal
 import statistics
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import npmcache
-from tests.e2e.panes import HarnessRig, Run, report
+from tests.e2e.panes import HarnessRig, Run, process_ended, report
 from tests.e2e.stub_base import (
     Block,
     Decide,
@@ -405,7 +406,7 @@ def capture(hrig: HarnessRig, pane: str) -> str:
     return hrig.rig.tmux.run("capture-pane", "-p", "-t", pane)
 
 
-def start_tui(cx: Codex, pane: str) -> None:
+def start_tui(cx: Codex, pane: str, *args: str) -> None:
     """The interactive TUI in the foreground of ``pane``, on its tty, with the test's env."""
     env = cx.env()
     lines = ["cd " + shlex.quote(str(cx.hrig.work))]
@@ -414,7 +415,7 @@ def start_tui(cx: Codex, pane: str) -> None:
         for k, v in sorted(env.items())
         if k not in ("TMUX", "TMUX_PANE") and k.isidentifier()
     ]
-    lines.append(f"exec {shlex.quote(str(cx.binary))}")
+    lines.append("exec " + shlex.join([str(cx.binary), *args]))
     script = cx.hrig.root / f"tui-{pane[1:]}.sh"
     script.write_text("\n".join(lines) + "\n")
     cx.hrig.rig.tmux.run("send-keys", "-t", pane, f"exec sh {script}", "Enter")
@@ -528,19 +529,10 @@ def end_app_server(codex_home: Path) -> None:
     for pid in pids:
         os.kill(pid, signal.SIGTERM)
     try:
-        poll(lambda: all(_ended(p) for p in pids), 10, "the shared app-server to exit")
+        poll(lambda: all(process_ended(p) for p in pids), 10, "the shared app-server to exit")
     except AssertionError:
         for pid in app_server_pids(codex_home):  # still running from this HOME
             os.kill(pid, signal.SIGKILL)
-
-
-def _ended(pid: int) -> bool:
-    """Gone, or a zombie (its parent, the first TUI, may be gone too, or not reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0] == b"Z"
-    except OSError:
-        return True
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-app-server", "one-per-tui"])
@@ -556,16 +548,33 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     stub.decide = answer_each(
         {prompt_a: always_text, prompt_b: mcp_then_text, prompt_later: always_text}
     )
+    # The daemon's agents once each answer is shown (the Stop hook may end just after).
+    listed: list[list[tuple[str, str]]] = []
+
+    def agents_now() -> None:
+        def settled() -> bool:
+            found = hrig.agents()
+            return shared or (bool(found) and all(x["state"] == "idle" for x in found))
+
+        try:
+            poll(settled, 10, "the agents idle", interval=0.05)
+        except AssertionError:
+            pass  # asserted below, with what was listed
+        listed.append(sorted((x["pane"], x["state"]) for x in hrig.agents()))
+
     try:
         start_tui(cx, a)
         got_a = submit(cx, a, prompt_a)
+        agents_now()
         start_tui(cx, b)
         got_b = submit(cx, b, prompt_b)
+        agents_now()
         tree, procs = process_tree(cx)
         # The TUI that started the shared server quits (its pane closes with it): the server
         # lives on, re-parented, and the other TUI's next prompt is still its own or nothing.
         quit_tui(cx, a)
         later = submit(cx, b, prompt_later)
+        agents_now()
         tree_later, _ = process_tree(cx)
     finally:
         # The TUIs end with the tmux server (cleanup); the shared server outlives them.
@@ -573,6 +582,14 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
         end_app_server(cx.home)
     print(tree)
 
+    print(f"agents listed after each answer: {listed}")
+    if shared:
+        # The hooks are the shared server's children, in no pane: no agent can be placed in
+        # one, and none is listed (SPEC §13), never one in the wrong pane.
+        assert listed == [[], [], []], f"{listed}\n{hrig.diagnostics()}"
+    else:
+        # Each TUI runs its own session, its hooks its children: its agent in its own pane.
+        assert listed == [[(a, "idle")], [(a, "idle"), (b, "idle")], [(b, "idle")]], listed
     servers = [p for p in procs if serves_sessions(p.args.replace(" ", "\0").encode())]
     mcps = [p for p in procs if p.args.endswith("tmuxlocd mcp")]
     if shared:
@@ -620,3 +637,95 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     mcp_answer = results[-1].rpartition("Output:")[2].strip().split("\n", 1)[0]
     print(f"{how}: MCP where_am_i from TUI B: {mcp_answer}")
     Rows(hrig, stub).record(f"two TUIs, {how}")
+
+
+def test_tui_in_process_asks_to_escalate_waiting_then_working_idle_gone(
+    hrig: HarnessRig, stub: ResponsesStub
+) -> None:
+    """SPEC §13 with the real TUI running its session in-process (``daemon_auto_start =
+    false``: its hooks are its children, in its pane) in a sandbox that asks: ``working``
+    while the model is asked, ``waiting`` on its PermissionRequest when the model's shell
+    call asks to leave the sandbox, ``working`` right after the approved command ran (its
+    PostToolUse), ``idle`` after the turn, gone at once when the TUI is killed."""
+    cx = setup_codex(hrig, stub, features={"daemon_auto_start": False})
+    hrig.start_daemon()
+    pane = hrig.first_pane
+    target = hrig.work / "escalated.txt"
+    prompt = "write the file outside the sandbox"
+    seen: dict[str, tuple[str, float]] = {}
+
+    def state_within(want: str) -> tuple[str, float]:
+        start = time.monotonic()
+        state = ""
+        while time.monotonic() - start < 10:
+            found = hrig.agents()
+            state = found[0]["state"] if len(found) == 1 else f"{len(found)} agents"
+            if state == want:
+                break
+            time.sleep(0.01)
+        return state, time.monotonic() - start
+
+    def escalate(request: Recorded) -> Turn:
+        if tool_results(request.body):
+            seen.setdefault("after the tool", state_within("working"))
+            return Text("done")
+        seen.setdefault("asking the model", state_within("working"))
+        return ToolCall(
+            SHELL_TOOL,
+            {
+                "cmd": f"echo approved > {shlex.quote(str(target))}",
+                "sandbox_permissions": "require_escalated",
+                "justification": "May I write the file outside the sandbox?",
+            },
+        )
+
+    stub.decide = answer_each({prompt: escalate})
+    try:
+        start_tui(cx, pane, "--sandbox", "workspace-write", "--ask-for-approval", "on-request")
+        hrig.rig.tmux.run("send-keys", "-t", pane, "-l", prompt)
+        poll(lambda: prompt in capture(hrig, pane), 30, "the prompt typed", interval=0.05)
+        hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
+        poll(
+            lambda: "Would you like to run" in capture(hrig, pane),
+            90,
+            "the approval dialog",
+            interval=0.1,
+        )
+        poll(
+            lambda: [x["state"] for x in hrig.agents()] == ["waiting"],
+            20,
+            "the agent waiting",
+            interval=0.05,
+        )
+        (asking,) = hrig.agents()
+        assert asking["pane"] == pane and asking["harness"] == "codex", asking
+        assert not target.exists()
+        hrig.rig.tmux.run("send-keys", "-t", pane, "y")  # Yes, proceed
+        poll(lambda: f"answer to {prompt}" in capture(hrig, pane), 90, "the answer", interval=0.1)
+        poll(
+            lambda: [x["state"] for x in hrig.agents()] == ["idle"],
+            20,
+            "the agent idle",
+            interval=0.05,
+        )
+        (agent,) = hrig.agents()
+        events = [h.event for h in hrig.hook_runs()]
+        # The TUI is the pane's process: the pane stays, dead, so that what ends the agent
+        # is the process's exit (the daemon's pidfd), not the pane closing.
+        hrig.rig.tmux.run("set-option", "-p", "-t", pane, "remain-on-exit", "on")
+        ended, took = hrig.kill_agent_process(agent["pid"])
+    finally:
+        hrig.rig.tmux.run("kill-server", check=False)
+        end_app_server(cx.home)
+    print(
+        f"codex TUI: waiting {asking['reason']!r}; working "
+        f"{seen['after the tool'][1] * 1000:.0f} ms into the request after the tool; gone "
+        f"{took * 1000:.1f} ms after kill -9, {(took - ended) * 1000:.1f} ms after its exit "
+        f"(pid {agent['pid']}); events {events}"
+    )
+    assert target.read_text() == "approved\n"
+    assert asking["reason"] == "permission: Bash", f"{asking}\n{hrig.diagnostics()}"
+    assert seen["asking the model"][0] == "working", seen
+    assert seen["after the tool"][0] == "working", f"{seen}\n{hrig.diagnostics()}"
+    # The daemon's part (SPEC §13: the pidfd); the kernel's ending of the process is not.
+    assert took - ended < 0.1, (ended, took)

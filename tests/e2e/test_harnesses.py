@@ -10,6 +10,7 @@ import re
 import shlex
 import shutil
 import statistics
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,6 +25,7 @@ from tests.e2e.stub_base import (
     Recorded,
     StubServer,
     Text,
+    Turn,
     always_text,
     location_blocks,
     location_bytes,
@@ -269,6 +271,95 @@ def quit_tui(world: World, pane: str, tag: str) -> Run:
         except AssertionError:
             continue
     raise AssertionError(f"the TUI did not quit; its screen:\n{hrig.screen(pane)}")
+
+
+def one_agent(world: World) -> dict[str, Any] | None:
+    found = world.hrig.agents()
+    return found[0] if len(found) == 1 else None
+
+
+def state_within(world: World, want: str, timeout: float) -> tuple[str, float]:
+    """Poll the daemon until its one agent is ``want`` or ``timeout`` passed: the state last
+    seen and the seconds it took (from inside the stub, where a failed assertion would only
+    turn the model's answer into an error)."""
+    start = time.monotonic()
+    state = ""
+    while time.monotonic() - start < timeout:
+        agent = one_agent(world)
+        state = agent["state"] if agent else "none"
+        if state == want:
+            break
+        time.sleep(0.01)
+    return state, time.monotonic() - start
+
+
+def test_permission_states(world: World) -> None:
+    """SPEC §13 with the real TUI in its default permission mode: ``working`` while the model
+    is asked, ``waiting`` with the tool while it asks to write a file, ``working`` again
+    right after the approved write ran (the state-only after-tool hook, before the turn
+    ends), ``idle`` after the turn, and gone at once when the process is killed."""
+    hrig, pane, driver = world.hrig, world.hrig.first_pane, world.driver
+    hrig.start_daemon()
+    driver.prepare_tui(hrig)
+    target = hrig.work / "approved.txt"
+    seen: dict[str, tuple[str, float]] = {}
+
+    def decide(request: Recorded) -> Turn:
+        if driver.write_tool not in driver.tool_names(request.body):
+            return Text("aside")  # a side request, not the chat's
+        if driver.tool_results(request.body):
+            seen.setdefault("after the tool", state_within(world, "working", 10))
+            return Text("the file is written")
+        seen.setdefault("asking the model", state_within(world, "working", 10))
+        return driver.write_call(str(target), "approved\n")
+
+    world.script(decide)
+    env = driver.env(hrig, world.stub)
+    tag = hrig.start_in_pane(pane, driver.asking_tui_argv(), env, interactive=True)
+    poll(
+        lambda: any(h.event == "SessionStart" for h in hrig.hook_runs()),
+        60,
+        "the TUI's session start",
+    )
+    hrig.send_keys(pane, "-l", "write the file")
+    hrig.wait_screen(pane, "write the file")
+    hrig.send_keys(pane, "Enter")
+    hrig.wait_screen(pane, driver.asking_words)
+    agents_poll(world, lambda f: [a["state"] for a in f] == ["waiting"], "the agent waiting")
+    asking = one_agent(world)
+    assert asking is not None and asking["pane"] == pane, asking
+    assert asking["reason"] == driver.asking_reason, f"{asking}\n{world.why()}"
+    if driver.name == "claude":
+        # Its permission_prompt Notification (some seconds into the dialog) names no tool:
+        # the reason keeps the one its PermissionRequest named.
+        poll(
+            lambda: any(h.event == "Notification" for h in hrig.hook_runs()),
+            30,
+            "Claude Code's permission notification",
+        )
+        still = one_agent(world)
+        assert still is not None and still["state"] == "waiting", f"{still}\n{world.why()}"
+        assert still["reason"] == asking["reason"], f"{still}\n{world.why()}"
+    assert not target.exists()
+    hrig.send_keys(pane, "Enter")  # the first choice: allow once
+    hrig.wait_screen(pane, "the file is written")
+    agent = idle_agent(world, pane)
+    assert target.read_text() == "approved\n"
+    assert seen["asking the model"][0] == "working", f"{seen}\n{world.why()}"
+    assert seen["after the tool"][0] == "working", f"{seen}\n{world.why()}"
+    events = [h.event for h in hrig.hook_runs()]
+    ended, took = hrig.kill_agent_process(agent["pid"])
+    hrig.wait(tag, 30)
+    world.notes["agent"] = (
+        f"waiting {asking['reason']!r}; working {seen['after the tool'][1] * 1000:.0f} ms into "
+        f"the request after the tool; gone {took * 1000:.1f} ms after kill -9, "
+        f"{(took - ended) * 1000:.1f} ms after its exit"
+    )
+    world.notes["agent_events"] = events
+    print(world.notes)
+    # The daemon's part (SPEC §13: the pidfd); the kernel's ending of the process is not.
+    assert took - ended < 0.1, world.notes
+    world.record()
 
 
 def test_split_from_outside(world: World) -> None:

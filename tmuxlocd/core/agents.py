@@ -32,6 +32,7 @@ GONE = "gone"
 STATES = (WORKING, WAITING, IDLE)
 
 MAX_REASON = 80
+PERMISSION = "permission"  # a reason, ``permission: <tool>`` when the tool is known
 MAX_SESSION_ID = 512
 
 # What each harness's hook events mean for its agent (docs/harnesses.md, "Agent state"):
@@ -152,6 +153,8 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
     "claude": {
         "permission_prompt": (WAITING, "permission"),
         "elicitation_dialog": (WAITING, "question"),
+        # A background agent of the session is blocked on the user (2.1.332's agents view).
+        "agent_needs_input": (WAITING, "question"),
         "idle_prompt": (IDLE, ""),
     },
     # Copilot CLI 1.0.102 (run): ``permission_prompt`` as its dialog opens (``message``
@@ -213,12 +216,13 @@ def short(text: object) -> str:
 
 
 def _tool(value: Mapping[str, object]) -> str:
-    """The tool a permission is for: ``tool_name``, else Gemini CLI's ``details`` (its
-    ``tool_name``, else the confirmation's ``type``: exec, edit, mcp)."""
+    """The tool a permission is for: ``tool_name``, else Gemini CLI's ``details`` (an MCP
+    confirmation's ``toolName``, else the confirmation's ``type``: exec, edit, mcp; 0.61.0
+    names no tool in the others, toSerializableDetails)."""
     tool = value.get("tool_name")
     details = value.get("details")
     if not isinstance(tool, str) and isinstance(details, dict):
-        tool = details.get("tool_name")
+        tool = details.get("tool_name", details.get("toolName"))
         if not isinstance(tool, str):
             tool = details.get("type")
     return tool if isinstance(tool, str) else ""
@@ -425,19 +429,18 @@ class Agents:
             )
         else:
             state, reason = report.state, report.reason
-            if (
-                state == old.state == WAITING
-                and reason == "permission"
-                and old.reason.startswith("permission: ")
-            ):
-                # The notification of a dialog that a permission request named first
-                # (Claude Code, Qwen Code): the same wait, whose tool is known.
-                reason = old.reason
             if report.event == "SessionStart":
                 # A known session starting again (Claude Code's and Codex's ``compact``, which
                 # may come in the middle of a turn; a resume) is where it was, doing what it
                 # was: only a new one starts idle.
                 state, reason = old.state, old.reason
+            elif (state, reason) == (WAITING, PERMISSION) and old.reason.startswith(
+                PERMISSION + ": "
+            ):
+                # The same dialog told again without its tool (Claude Code's permission_prompt
+                # Notification, some seconds after its PermissionRequest named the tool; Qwen
+                # Code's right after it).
+                reason = old.reason
             same = old.state == state and old.reason == reason
             new = Agent(
                 report.harness,
