@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shlex
 import signal
 import subprocess
@@ -107,19 +108,24 @@ class HarnessRig:
 
     def kill_agent_process(self, pid: int) -> tuple[float, float]:
         """``kill -9`` an agent's harness process, then poll as fast as one request allows:
-        the seconds until the kernel shows it ended (gone or a zombie) and until the daemon
-        lists no agent.  The first is the kernel's tearing down of a large process; the
-        difference is the daemon's."""
-        start = time.monotonic()
-        os.kill(pid, signal.SIGKILL)
-        ended: float | None = None
-        while True:
-            now = time.monotonic() - start
-            if ended is None and process_ended(pid):
-                ended = now
-            if not self.agents():
-                return (now if ended is None else ended), now
-            assert now < 10, f"still listed: {self.agents()}"
+        the seconds until the kernel tells its end on a pidfd (as it tells the daemon) and
+        until the daemon lists no agent.  The first is the kernel's tearing down of a large
+        process: its main thread is a zombie long before its last thread is gone on a busy
+        machine; the difference is the daemon's."""
+        fd = os.pidfd_open(pid)
+        try:
+            start = time.monotonic()
+            os.kill(pid, signal.SIGKILL)
+            ended: float | None = None
+            while True:
+                now = time.monotonic() - start
+                if ended is None and select.select([fd], [], [], 0)[0]:
+                    ended = now
+                if not self.agents():
+                    return (now if ended is None else ended), now
+                assert now < 10, f"still listed: {self.agents()}"
+        finally:
+            os.close(fd)
 
     def cleanup(self) -> None:
         try:
