@@ -1,8 +1,9 @@
 """Agent state from each harness's own hook events: the pure part (SPEC §13).
 
-A harness (Claude Code, Codex, Gemini CLI) runs ``tmuxlocd context <harness>`` for its hook
-events; the hook tells the daemon what each event means for the session's agent, and the
-daemon keeps, per session, where the agent is and what it is doing:
+A harness (Claude Code, Codex, Gemini CLI, Copilot CLI, Qwen Code, Antigravity CLI) runs
+``tmuxlocd context <harness>`` for its hook events; the hook tells the daemon what each event
+means for the session's agent, and the daemon keeps, per session, where the agent is and what
+it is doing:
 
 - ``working``: a prompt is being answered (a prompt was submitted, a tool ran);
 - ``waiting``: it asked the user (a permission, a question), with a short ``reason``;
@@ -71,6 +72,35 @@ _FIXED: dict[str, dict[str, str]] = {
         "PreInvocation": WORKING,
         "Stop": IDLE,
     },
+    # GitHub Copilot CLI (1.0.102, run): camelCase events, named on the hook's command line.
+    # ``postToolUse`` runs after a tool succeeded, ``postToolUseFailure`` after it failed.
+    # Its ``notification`` hook gets Claude Code's shape (``notification_type``), but names no
+    # tool.  Not ``permissionRequest``: it runs before the permission rules, for every tool
+    # call that would need one, also those approved without a dialog (``--allow-all``).  Not
+    # ``sessionStart`` either: it runs concurrently with the first prompt's hook and would
+    # be taken for a later ``idle``.
+    "copilot": {
+        "userPromptSubmitted": WORKING,
+        "postToolUse": WORKING,
+        "postToolUseFailure": WORKING,
+        "notification": "",  # by notification_type
+        "agentStop": IDLE,
+        "sessionEnd": GONE,
+    },
+    # Qwen Code (0.24.4, run): Claude Code's events and fields.  ``PermissionRequest`` runs
+    # only where its dialog is shown (not for tools its approval mode lets through);
+    # ``UserPromptSubmit`` also runs before the request that carries a tool's result;
+    # ``StopFailure`` instead of ``Stop`` when an API error or a loop ends the turn.
+    "qwen": {
+        "SessionStart": IDLE,
+        "UserPromptSubmit": WORKING,
+        "PostToolUse": WORKING,
+        "PermissionRequest": WAITING,
+        "Notification": "",  # by notification_type
+        "Stop": IDLE,
+        "StopFailure": IDLE,
+        "SessionEnd": GONE,
+    },
 }
 
 # The hook events ``tmuxlocd install`` adds for agent state, beyond those of the context hook
@@ -110,6 +140,23 @@ STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
     # Its hooks file wants a matcher in every group ("" matches all); the context hook's
     # ``PreInvocation`` reports ``working`` already.
     "antigravity": [("Stop", "")],
+    # Copilot CLI's hooks have no matcher: the context hook's ``postToolUse`` already runs
+    # for every tool, so an approved tool is ``working`` again when it is done.
+    "copilot": [
+        ("notification", None),
+        ("postToolUseFailure", None),
+        ("agentStop", None),
+        ("sessionEnd", None),
+    ],
+    # Qwen Code runs ``UserPromptSubmit`` (the context hook's) before it sends a tool's
+    # result: an approved tool is ``working`` again when it is done, with no more hooks.
+    "qwen": [
+        ("PermissionRequest", None),
+        ("Notification", None),
+        ("Stop", None),
+        ("StopFailure", None),
+        ("SessionEnd", None),
+    ],
 }
 
 # Each harness's Notification ``notification_type`` values, for those whose notifications
@@ -122,7 +169,26 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
         "elicitation_dialog": (WAITING, "question"),
         "idle_prompt": (IDLE, ""),
     },
+    # Copilot CLI 1.0.102: ``permission_prompt`` (title "Permission needed", ``message`` the
+    # action: "Run command: <command>", no tool), ``elicitation_dialog`` ("Information
+    # requested").
+    "copilot": {
+        "permission_prompt": (WAITING, "permission"),
+        "elicitation_dialog": (WAITING, "question"),
+    },
+    # Qwen Code 0.24.4: ``permission_prompt`` with the tool only in ``message`` ("Qwen Code
+    # needs your permission to use <tool>"); ``idle_prompt`` each time its prompt is idle
+    # again (at once, not after a delay: also after a denied permission, which runs no
+    # ``Stop``).  Its ``elicitation_dialog`` is declared but never sent.
+    "qwen": {
+        "permission_prompt": (WAITING, "permission"),
+        "idle_prompt": (IDLE, ""),
+    },
 }
+
+# Where a notification names the tool only in its ``message`` (Qwen Code's): the words
+# before the tool's name, which ends the message.
+_MESSAGE_TOOL = "needs your permission to use "
 
 # Where a payload names its session, for the harnesses whose field is not ``session_id``.
 _SESSION_FIELD = {"copilot": "sessionId", "antigravity": "conversationId"}
@@ -168,13 +234,19 @@ def short(text: object) -> str:
 
 def _tool(value: Mapping[str, object]) -> str:
     """The tool a permission is for: ``tool_name``, else Gemini CLI's ``details`` (its
-    ``tool_name``, else the confirmation's ``type``: exec, edit, mcp)."""
+    ``tool_name``, else the confirmation's ``type``: exec, edit, mcp), else the last word of
+    Qwen Code's ``message``."""
     tool = value.get("tool_name")
     details = value.get("details")
     if not isinstance(tool, str) and isinstance(details, dict):
         tool = details.get("tool_name")
         if not isinstance(tool, str):
             tool = details.get("type")
+    message = value.get("message")
+    if not isinstance(tool, str) and isinstance(message, str):
+        _, found, after = message.partition(_MESSAGE_TOOL)
+        if found and after and " " not in after.strip():
+            tool = after.strip()
     return tool if isinstance(tool, str) else ""
 
 
@@ -187,11 +259,11 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
     """The agent state a hook event's payload (its JSON object) reports; None when it says
     nothing of it (an event of no meaning here, a notification of another kind, no session).
     ``event`` is the event's name from the hook's command line, for the harnesses that put
-    none in the payload (``harness.EVENT_IN_ARGV``)."""
+    none in the payload (``harness.EVENT_IN_ARGV``); given, it wins over the payload's."""
     events = _FIXED.get(harness)
-    name = value.get("hook_event_name")
-    if not isinstance(name, str):
-        name = event
+    # The command line's name first: ``install`` wrote it for this event, and a payload may
+    # name it otherwise (Copilot CLI's ``notification`` carries ``"Notification"``).
+    name = event or value.get("hook_event_name")
     session = value.get(_SESSION_FIELD.get(harness, "session_id"))
     if events is None or not isinstance(name, str) or not isinstance(session, str):
         return None
@@ -199,7 +271,7 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
         return None
     state = events[name]
     reason = ""
-    if name == "Notification":
+    if not state:  # a notification: by its kind
         kind = value.get("notification_type")
         table = _NOTIFICATIONS.get(harness)
         if table is not None:
