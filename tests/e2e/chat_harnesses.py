@@ -9,8 +9,12 @@ opencode, its plugin); the provider settings point the harness at the stub.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,7 @@ from tests.e2e.stub_base import (
     new_blocks,
 )
 from tests.e2e.stub_chat import MODEL, ChatStub, system_text, tool_names, tool_results
+from tests.tmuxtest import poll
 
 
 class ChatHarness:
@@ -252,3 +257,71 @@ def tool_call_splits_the_pane(harness: ChatHarness) -> None:
     assert len(added) == 1, f"{added}\n{hrig.diagnostics()}"
     assert added[0].pane == pane and added[0].turn is not None
     assert neighbour(added[0], "right") == new, f"{added[0].text}\n{hrig.diagnostics()}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Agent state (SPEC §13) with the real programs.
+
+
+def agent_working_then_gone(harness: ChatHarness) -> None:
+    """A non-interactive run: while the model is asked (after the prompt's hook) the daemon
+    lists one agent of this harness, in the pane, ``working``; once the process exited
+    (its session-end hook, or its exit) there is none."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    seen: list[list[dict[str, Any]]] = []
+
+    def decide(request: Recorded) -> Turn:
+        if not title(request):
+            # The answer waits until the daemon lists the agent: no race with the exit.
+            poll(lambda: bool(hrig.agents()), 20, "the agent while it runs", interval=0.05)
+            seen.append(hrig.agents())
+        return Text("done")
+
+    harness.stub.decide = decide
+    harness.prompt("a prompt")
+    assert seen, hrig.diagnostics()
+    (agent,) = seen[0]
+    assert agent["harness"] == harness.name and agent["pane"] == pane, agent
+    assert agent["state"] == "working", agent
+    assert agent["reason"] is None, agent
+    poll(lambda: hrig.agents() == [], 20, "the agent gone after the exit", interval=0.05)
+
+
+def killed_agent_goes(harness: ChatHarness) -> float:
+    """``kill -9`` of the harness process (the agent's ``pid``) in the middle of a turn: no
+    hook runs, and the daemon's pidfd ends the agent.  Returns the seconds from the kill to
+    the daemon listing no agent (polled every 10 ms)."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    release = threading.Event()
+
+    def decide(request: Recorded) -> Turn:
+        if not title(request):
+            release.wait(60)  # hold the turn open until the process is killed
+        return Text("done")
+
+    harness.stub.decide = decide
+    tag = hrig.start_in_pane(pane, harness.argv("a prompt", again=False), harness.env())
+    try:
+        poll(
+            lambda: [a["state"] for a in hrig.agents()] == ["working"],
+            60,
+            "a working agent",
+            interval=0.05,
+        )
+        (agent,) = hrig.agents()
+        assert agent["pane"] == pane, agent
+        pid = int(agent["pid"])
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        poll(lambda: hrig.agents() == [], 10, "the agent gone after kill -9", interval=0.01)
+        took = time.monotonic() - killed
+    finally:
+        release.set()
+    hrig.wait(tag, 60)
+    return took

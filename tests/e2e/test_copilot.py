@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from tests.e2e.chat_harnesses import (
     Copilot,
+    agent_working_then_gone,
     first_prompt_then_again,
+    killed_agent_goes,
     stub,
     tool_call_splits_the_pane,
 )
-from tests.e2e.panes import HarnessRig
+from tests.e2e.panes import HarnessRig, report
 from tests.e2e.stub_chat import ChatStub
 
 __all__ = ["stub"]  # the fixture
@@ -21,3 +23,15 @@ def test_first_prompt_then_again(hrig: HarnessRig, stub: ChatStub) -> None:
 
 def test_tool_call_splits_the_pane(hrig: HarnessRig, stub: ChatStub) -> None:
     tool_call_splits_the_pane(Copilot(hrig, stub))
+
+
+def test_agent_working_during_a_prompt_then_gone(hrig: HarnessRig, stub: ChatStub) -> None:
+    """SPEC §13: ``copilot -p``'s agent is working in its pane while the model answers;
+    its ``sessionEnd`` (or its exit) leaves none."""
+    agent_working_then_gone(Copilot(hrig, stub))
+
+
+def test_killed_agent_goes(hrig: HarnessRig, stub: ChatStub) -> None:
+    took = killed_agent_goes(Copilot(hrig, stub))
+    report({"harness": "copilot", "scenario": "agent gone after kill -9", "seconds": took})
+    print(f"copilot: agent gone {took * 1000:.0f} ms after kill -9")
