@@ -32,7 +32,14 @@ from tests.e2e.stub_base import (
     location_blocks,
     new_blocks,
 )
-from tests.e2e.stub_chat import MODEL, ChatStub, system_text, tool_names, tool_results
+from tests.e2e.stub_chat import (
+    MODEL,
+    ChatStub,
+    messages,
+    system_text,
+    tool_names,
+    tool_results,
+)
 from tests.tmuxtest import poll
 
 
@@ -62,6 +69,20 @@ class ChatHarness:
     def setup(self) -> list[str]:
         self.configure()
         return self.hrig.install(self.name)
+
+    # The interactive program (its TUI, driven with send-keys): what its screen shows when it
+    # is ready for a prompt and when it asks to run a shell command, and how it quits.
+    ready_text = ""
+    dialog_text = ""
+    denied_text = ""  # shown once a denied turn is over ("": nothing to wait for)
+    quit_command = "/quit"
+
+    def tui_argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def tui_started(self, pane: str) -> None:
+        """Answer what the TUI asks before its prompt (a new HOME), then wait for it."""
+        self.hrig.wait_screen(pane, self.ready_text)
 
     def prompt(self, text: str, *, again: bool = False) -> tuple[Run, list[Recorded]]:
         before = len(self.stub.model_requests())
@@ -123,6 +144,20 @@ class Copilot(ChatHarness):
             "--allow-all",
         ]
 
+    ready_text = "/ commands"
+    dialog_text = "Do you want to run this command?"
+    # Typed before this, the quit command is queued behind the turn, and never runs.
+    denied_text = "Operation cancelled by user"
+    quit_command = "/exit"
+
+    def tui_argv(self) -> list[str]:
+        return [self.binary()]
+
+    def tui_started(self, pane: str) -> None:
+        self.hrig.wait_screen(pane, "Do you trust the files in this folder?")
+        self.hrig.send_keys(pane, "Enter")  # 1. Yes
+        super().tui_started(pane)
+
 
 class Qwen(ChatHarness):
     name = "qwen"
@@ -145,6 +180,13 @@ class Qwen(ChatHarness):
 
     def argv(self, prompt: str, *, again: bool) -> list[str]:
         return [self.binary(), *(["--continue"] if again else []), "-p", prompt, "--yolo"]
+
+    ready_text = "Type your message"
+    dialog_text = "Allow execution of"
+
+    def tui_argv(self) -> list[str]:
+        # Its default mode is ``auto`` (a model classifies each call): ask the user instead.
+        return [self.binary(), "--approval-mode", "default"]
 
 
 class Opencode(ChatHarness):
@@ -325,3 +367,92 @@ def killed_agent_goes(harness: ChatHarness) -> float:
         release.set()
     hrig.wait(tag, 60)
     return took
+
+
+def tui_permission_approved_then_denied(
+    harness: ChatHarness, reason: str, after_denial: str
+) -> dict[str, Any]:
+    """The TUI, in a pane: a prompt whose shell call asks permission is ``waiting`` with
+    ``reason`` while the dialog is shown; approved, it is ``working`` when the tool's result
+    goes to the model and ``idle`` after the turn.  Another such prompt, denied: the agent is
+    then ``after_denial`` (no hook runs after a denial in some harnesses).  Quitting leaves
+    no agent.  Returns the states seen, for the report."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    marker = hrig.root / "marker"
+    shell = SHELL_TOOLS[harness.name]
+    at_result: list[dict[str, Any]] = []
+
+    def decide(request: Recorded) -> Turn:
+        if title(request):
+            return Text("ok")
+        last = messages(request.body)[-1] if messages(request.body) else {}
+        if last.get("role") == "tool":
+            # The tool's after-event (or the next prompt's) ran before this request.
+            poll(
+                lambda: [a["state"] for a in hrig.agents()] == ["working"],
+                20,
+                "a working agent when the tool's result goes to the model",
+                interval=0.05,
+            )
+            at_result.extend(hrig.agents())
+            return Text("done")
+        if last.get("role") == "user" and shell in tool_names(request.body):
+            return ToolCall(shell, {"command": f"touch {marker}", "description": "touch"})
+        return Text("done")
+
+    harness.stub.decide = decide
+
+    def states() -> list[tuple[str, str | None]]:
+        return [(a["state"], a["reason"]) for a in hrig.agents()]
+
+    def until(want: list[tuple[str, str | None]], what: str) -> None:
+        try:
+            poll(lambda: states() == want, 30, what, interval=0.05)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {hrig.agents()}\n{hrig.screen(pane)}") from None
+
+    def ask(text: str) -> None:
+        hrig.send_keys(pane, "-l", text)
+        hrig.wait_screen(pane, text)
+        hrig.send_keys(pane, "Enter")
+        hrig.wait_screen(pane, harness.dialog_text)
+
+    tag = hrig.start_in_pane(pane, harness.tui_argv(), harness.env(), interactive=True)
+    harness.tui_started(pane)
+    ask("please touch the marker")
+    until([("waiting", reason)], "the agent waiting while the dialog is shown")
+    (waiting,) = hrig.agents()
+    assert waiting["pane"] == pane and waiting["harness"] == harness.name, waiting
+    hrig.send_keys(pane, "Enter")  # 1. Yes (once)
+    until([("idle", None)], "the agent idle after the approved turn")
+    assert marker.exists()
+    assert [a["state"] for a in at_result] == ["working"], at_result
+    assert hrig.agents()[0]["session_id"] == waiting["session_id"]
+
+    marker.unlink()
+    ask("please touch it again")
+    until([("waiting", reason)], "the agent waiting on the second dialog")
+    hrig.send_keys(pane, "Escape")  # denied
+    poll(lambda: harness.dialog_text not in hrig.screen(pane), 30, "the dialog closed")
+    if harness.denied_text:
+        hrig.wait_screen(pane, harness.denied_text)
+    want = [(after_denial, reason if after_denial == "waiting" else None)]
+    until(want, f"the agent {after_denial} after the denial")
+    assert not marker.exists()
+
+    hrig.send_keys(pane, "-l", harness.quit_command)
+    hrig.wait_screen(pane, harness.quit_command)
+    for _ in range(4):
+        hrig.send_keys(pane, "Enter")
+        try:
+            hrig.wait(tag, 15)
+            break
+        except AssertionError:
+            continue
+    else:
+        raise AssertionError(f"the TUI did not quit; its screen:\n{hrig.screen(pane)}")
+    poll(lambda: hrig.agents() == [], 20, "no agent after quitting", interval=0.05)
+    return waiting

@@ -10,6 +10,7 @@ from tests.e2e.chat_harnesses import (
     killed_agent_goes,
     stub,
     tool_call_splits_the_pane,
+    tui_permission_approved_then_denied,
 )
 from tests.e2e.panes import HarnessRig, report
 from tests.e2e.stub_chat import ChatStub
@@ -35,3 +36,10 @@ def test_killed_agent_goes(hrig: HarnessRig, stub: ChatStub) -> None:
     took = killed_agent_goes(Copilot(hrig, stub))
     report({"harness": "copilot", "scenario": "agent gone after kill -9", "seconds": took})
     print(f"copilot: agent gone {took * 1000:.0f} ms after kill -9")
+
+
+def test_tui_permission_then_idle_and_gone_on_exit(hrig: HarnessRig, stub: ChatStub) -> None:
+    """SPEC §13 in Copilot CLI's TUI: its ``notification`` (``permission_prompt``, no tool
+    named) makes the agent waiting; approved, ``postToolUse`` working and ``agentStop`` idle.
+    A denial runs no hook at all: the agent stays waiting until its next event."""
+    tui_permission_approved_then_denied(Copilot(hrig, stub), "permission", "waiting")

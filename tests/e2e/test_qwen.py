@@ -10,6 +10,7 @@ from tests.e2e.chat_harnesses import (
     killed_agent_goes,
     stub,
     tool_call_splits_the_pane,
+    tui_permission_approved_then_denied,
 )
 from tests.e2e.panes import HarnessRig, report
 from tests.e2e.stub_chat import ChatStub
@@ -35,3 +36,11 @@ def test_killed_agent_goes(hrig: HarnessRig, stub: ChatStub) -> None:
     took = killed_agent_goes(Qwen(hrig, stub))
     report({"harness": "qwen", "scenario": "agent gone after kill -9", "seconds": took})
     print(f"qwen: agent gone {took * 1000:.0f} ms after kill -9")
+
+
+def test_tui_permission_then_idle_and_gone_on_exit(hrig: HarnessRig, stub: ChatStub) -> None:
+    """SPEC §13 in Qwen Code's TUI: ``PermissionRequest`` (and its ``permission_prompt``)
+    make the agent waiting on the shell tool; approved, the ``UserPromptSubmit`` before the
+    tool's result is sent makes it working and ``Stop`` idle.  A denial runs no ``Stop``, but
+    its prompt's ``idle_prompt`` makes the agent idle."""
+    tui_permission_approved_then_denied(Qwen(hrig, stub), "permission: run_shell_command", "idle")
