@@ -456,3 +456,68 @@ def tui_permission_approved_then_denied(
         raise AssertionError(f"the TUI did not quit; its screen:\n{hrig.screen(pane)}")
     poll(lambda: hrig.agents() == [], 20, "no agent after quitting", interval=0.05)
     return waiting
+
+
+def copilot_question(harness: ChatHarness) -> None:
+    """Copilot CLI's TUI: its ``ask_user`` tool's dialog (``notification``
+    ``elicitation_dialog``) makes the agent ``waiting``, ``question``; answered, the tool's
+    ``postToolUse`` makes it ``working`` and ``agentStop`` ``idle``."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    at_result: list[dict[str, Any]] = []
+    question = {
+        "message": "Which colour?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "colour": {"type": "string", "title": "Colour", "enum": ["red", "blue"]}
+            },
+            "required": ["colour"],
+        },
+    }
+
+    def decide(request: Recorded) -> Turn:
+        last = messages(request.body)[-1] if messages(request.body) else {}
+        if last.get("role") == "tool":
+            poll(
+                lambda: [a["state"] for a in hrig.agents()] == ["working"],
+                20,
+                "a working agent when the answer goes to the model",
+                interval=0.05,
+            )
+            at_result.extend(hrig.agents())
+            return Text("done")
+        if last.get("role") == "user" and "ask_user" in tool_names(request.body):
+            return ToolCall("ask_user", question)
+        return Text("done")
+
+    harness.stub.decide = decide
+
+    def until(want: list[tuple[str, str | None]], what: str) -> None:
+        try:
+            poll(
+                lambda: [(a["state"], a["reason"]) for a in hrig.agents()] == want,
+                30,
+                what,
+                interval=0.05,
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {hrig.agents()}\n{hrig.screen(pane)}") from None
+
+    tag = hrig.start_in_pane(pane, harness.tui_argv(), harness.env(), interactive=True)
+    harness.tui_started(pane)
+    hrig.send_keys(pane, "-l", "ask me a question")
+    hrig.wait_screen(pane, "ask me a question")
+    hrig.send_keys(pane, "Enter")
+    hrig.wait_screen(pane, "Which colour?")
+    until([("waiting", "question")], "the agent waiting on the question")
+    hrig.send_keys(pane, "Enter")  # red
+    until([("idle", None)], "the agent idle after the answered turn")
+    assert [a["state"] for a in at_result] == ["working"], at_result
+    hrig.send_keys(pane, "-l", harness.quit_command)
+    hrig.wait_screen(pane, harness.quit_command)
+    hrig.send_keys(pane, "Enter")
+    hrig.wait(tag, 30)
+    poll(lambda: hrig.agents() == [], 20, "no agent after quitting", interval=0.05)

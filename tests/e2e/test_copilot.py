@@ -6,6 +6,7 @@ from __future__ import annotations
 from tests.e2e.chat_harnesses import (
     Copilot,
     agent_working_then_gone,
+    copilot_question,
     first_prompt_then_again,
     killed_agent_goes,
     stub,
@@ -43,3 +44,7 @@ def test_tui_permission_then_idle_and_gone_on_exit(hrig: HarnessRig, stub: ChatS
     named) makes the agent waiting; approved, ``postToolUse`` working and ``agentStop`` idle.
     A denial runs no hook at all: the agent stays waiting until its next event."""
     tui_permission_approved_then_denied(Copilot(hrig, stub), "permission", "waiting")
+
+
+def test_tui_question_waiting_then_idle(hrig: HarnessRig, stub: ChatStub) -> None:
+    copilot_question(Copilot(hrig, stub))

@@ -61,8 +61,12 @@ def test_copilot_turn_with_a_permission() -> None:
 
 
 def test_copilot_question_and_failed_tool() -> None:
+    # Its ask_user tool's dialog.
     question = copilot(
-        "notification", notification_type="elicitation_dialog", title="Information requested"
+        "notification",
+        notification_type="elicitation_dialog",
+        title="Information requested",
+        message="Information requested",
     )
     assert question == Report("copilot", SID, "notification", WAITING, "question")
     failed = report_of("copilot", {**COPILOT["postToolUse"], "error": "x"}, "postToolUseFailure")

@@ -171,7 +171,7 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
     },
     # Copilot CLI 1.0.102: ``permission_prompt`` (title "Permission needed", ``message`` the
     # action: "Run command: <command>", no tool), ``elicitation_dialog`` ("Information
-    # requested").
+    # requested": its ``ask_user`` tool's dialog).
     "copilot": {
         "permission_prompt": (WAITING, "permission"),
         "elicitation_dialog": (WAITING, "question"),
