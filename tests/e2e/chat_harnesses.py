@@ -443,42 +443,60 @@ def tui_permission_approved_then_denied(
     until(want, f"the agent {after_denial} after the denial")
     assert not marker.exists()
 
-    hrig.send_keys(pane, "-l", harness.quit_command)
-    hrig.wait_screen(pane, harness.quit_command)
-    for _ in range(4):
-        hrig.send_keys(pane, "Enter")
-        try:
-            hrig.wait(tag, 15)
-            break
-        except AssertionError:
-            continue
-    else:
-        raise AssertionError(f"the TUI did not quit; its screen:\n{hrig.screen(pane)}")
-    poll(lambda: hrig.agents() == [], 20, "no agent after quitting", interval=0.05)
+    quit_tui(harness, tag)
     return waiting
 
 
-def copilot_question(harness: ChatHarness) -> None:
-    """Copilot CLI's TUI: its ``ask_user`` tool's dialog (``notification``
-    ``elicitation_dialog``) makes the agent ``waiting``, ``question``; answered, the tool's
-    ``postToolUse`` makes it ``working`` and ``agentStop`` ``idle``."""
+# The model's question, in each harness's question tool (Copilot CLI's ``ask_user``, Qwen
+# Code's ``ask_user_question``): "Which colour?", red or blue.
+QUESTIONS: dict[str, ToolCall] = {
+    "copilot": ToolCall(
+        "ask_user",
+        {
+            "message": "Which colour?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "colour": {"type": "string", "title": "Colour", "enum": ["red", "blue"]}
+                },
+                "required": ["colour"],
+            },
+        },
+    ),
+    "qwen": ToolCall(
+        "ask_user_question",
+        {
+            "questions": [
+                {
+                    "question": "Which colour?",
+                    "header": "Colour",
+                    "options": [
+                        {"label": "red", "description": "red"},
+                        {"label": "blue", "description": "blue"},
+                    ],
+                    "multiSelect": False,
+                }
+            ]
+        },
+    ),
+}
+
+
+def tui_question(harness: ChatHarness) -> None:
+    """The TUI: the model's question (``QUESTIONS``) makes the agent ``waiting``,
+    ``question`` (Copilot CLI: its ``notification`` ``elicitation_dialog``; Qwen Code: the
+    ``PermissionRequest`` of ``ask_user_question``); answered, it is ``working`` when the
+    answer goes to the model and ``idle`` after the turn; quitting leaves no agent."""
     hrig = harness.hrig
     hrig.start_daemon()
     harness.setup()
     pane = hrig.first_pane
     at_result: list[dict[str, Any]] = []
-    question = {
-        "message": "Which colour?",
-        "requestedSchema": {
-            "type": "object",
-            "properties": {
-                "colour": {"type": "string", "title": "Colour", "enum": ["red", "blue"]}
-            },
-            "required": ["colour"],
-        },
-    }
+    question = QUESTIONS[harness.name]
 
     def decide(request: Recorded) -> Turn:
+        if title(request):
+            return Text("ok")
         last = messages(request.body)[-1] if messages(request.body) else {}
         if last.get("role") == "tool":
             poll(
@@ -489,8 +507,8 @@ def copilot_question(harness: ChatHarness) -> None:
             )
             at_result.extend(hrig.agents())
             return Text("done")
-        if last.get("role") == "user" and "ask_user" in tool_names(request.body):
-            return ToolCall("ask_user", question)
+        if last.get("role") == "user" and question.name in tool_names(request.body):
+            return question
         return Text("done")
 
     harness.stub.decide = decide
@@ -516,8 +534,24 @@ def copilot_question(harness: ChatHarness) -> None:
     hrig.send_keys(pane, "Enter")  # red
     until([("idle", None)], "the agent idle after the answered turn")
     assert [a["state"] for a in at_result] == ["working"], at_result
+    quit_tui(harness, tag)
+
+
+def quit_tui(harness: ChatHarness, tag: str) -> None:
+    """Type the TUI's quit command (an Enter can land on the command's completion menu,
+    which then completes instead of running it: Enter again until the program exits); then
+    no agent is left."""
+    hrig = harness.hrig
+    pane = hrig.first_pane
     hrig.send_keys(pane, "-l", harness.quit_command)
     hrig.wait_screen(pane, harness.quit_command)
-    hrig.send_keys(pane, "Enter")
-    hrig.wait(tag, 30)
+    for _ in range(4):
+        hrig.send_keys(pane, "Enter")
+        try:
+            hrig.wait(tag, 15)
+            break
+        except AssertionError:
+            continue
+    else:
+        raise AssertionError(f"the TUI did not quit; its screen:\n{hrig.screen(pane)}")
     poll(lambda: hrig.agents() == [], 20, "no agent after quitting", interval=0.05)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from tests.e2e.chat_harnesses import (
     Copilot,
     agent_working_then_gone,
-    copilot_question,
     first_prompt_then_again,
     killed_agent_goes,
     stub,
     tool_call_splits_the_pane,
     tui_permission_approved_then_denied,
+    tui_question,
 )
 from tests.e2e.panes import HarnessRig, report
 from tests.e2e.stub_chat import ChatStub
@@ -47,4 +47,4 @@ def test_tui_permission_then_idle_and_gone_on_exit(hrig: HarnessRig, stub: ChatS
 
 
 def test_tui_question_waiting_then_idle(hrig: HarnessRig, stub: ChatStub) -> None:
-    copilot_question(Copilot(hrig, stub))
+    tui_question(Copilot(hrig, stub))

@@ -11,6 +11,7 @@ from tests.e2e.chat_harnesses import (
     stub,
     tool_call_splits_the_pane,
     tui_permission_approved_then_denied,
+    tui_question,
 )
 from tests.e2e.panes import HarnessRig, report
 from tests.e2e.stub_chat import ChatStub
@@ -44,3 +45,7 @@ def test_tui_permission_then_idle_and_gone_on_exit(hrig: HarnessRig, stub: ChatS
     tool's result is sent makes it working and ``Stop`` idle.  A denial runs no ``Stop``, but
     its prompt's ``idle_prompt`` makes the agent idle."""
     tui_permission_approved_then_denied(Qwen(hrig, stub), "permission: run_shell_command", "idle")
+
+
+def test_tui_question_waiting_then_idle(hrig: HarnessRig, stub: ChatStub) -> None:
+    tui_question(Qwen(hrig, stub))

@@ -184,6 +184,32 @@ def test_qwen_permission_without_a_tool_in_its_message(message: object) -> None:
     assert report is not None and (report.state, report.reason) == (WAITING, "permission")
 
 
+def test_qwen_question_is_a_question() -> None:
+    """Its ask_user_question tool is confirmed as any tool is: the dialog is the question."""
+    questions = [{"question": "Which colour?", "header": "Colour", "multiSelect": False}]
+    request = qwen(
+        "PermissionRequest", tool_name="ask_user_question", tool_input={"questions": questions}
+    )
+    assert request == Report("qwen", QSID, "PermissionRequest", WAITING, "question")
+    notified = qwen(
+        "Notification",
+        message="Qwen Code needs your permission to use ask_user_question",
+        notification_type="permission_prompt",
+        title="Permission needed",
+    )
+    assert notified == Report("qwen", QSID, "Notification", WAITING, "question")
+    # Only Qwen Code's: another harness's tool of that name is a permission.
+    claude = report_of(
+        "claude",
+        {
+            "hook_event_name": "PermissionRequest",
+            "session_id": "s",
+            "tool_name": "ask_user_question",
+        },
+    )
+    assert claude is not None and claude.reason == "permission: ask_user_question"
+
+
 def test_qwen_says_nothing() -> None:
     assert qwen("Notification", notification_type="auth_success", message="ok") is None
     # Declared by Qwen Code but never sent.

@@ -190,6 +190,11 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
 # before the tool's name, which ends the message.
 _MESSAGE_TOOL = "needs your permission to use "
 
+# The tools whose "permission" dialog is a question the model asks the user: Qwen Code's
+# ``ask_user_question`` is confirmed as any tool is (``PermissionRequest``, then a
+# ``permission_prompt`` naming it), and its dialog is the question.
+_QUESTION_TOOLS = {"qwen": frozenset(("ask_user_question",))}
+
 # Where a payload names its session, for the harnesses whose field is not ``session_id``.
 _SESSION_FIELD = {"copilot": "sessionId", "antigravity": "conversationId"}
 
@@ -250,8 +255,10 @@ def _tool(value: Mapping[str, object]) -> str:
     return tool if isinstance(tool, str) else ""
 
 
-def _permission(value: Mapping[str, object]) -> str:
+def _permission(harness: str, value: Mapping[str, object]) -> str:
     tool = _tool(value)
+    if tool in _QUESTION_TOOLS.get(harness, ()):
+        return "question"
     return short(f"permission: {tool}" if tool else "permission")
 
 
@@ -280,7 +287,7 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
                 return None
             state, reason = found
             if state == WAITING and reason == "permission":
-                reason = _permission(value)
+                reason = _permission(harness, value)
         elif kind == "ToolPermission":  # Gemini CLI's one notification type
             # Its ``details`` are the confirmation's: ``type`` exec, edit, mcp, info, or
             # ask_user for a question the model asks (gemini-cli's fireNotificationEvent).
@@ -289,11 +296,11 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
             if what == "ask_user":
                 state, reason = WAITING, "question"
             else:
-                state, reason = WAITING, _permission(value)
+                state, reason = WAITING, _permission(harness, value)
         else:
             return None
     elif state == WAITING:
-        reason = _permission(value)
+        reason = _permission(harness, value)
     return Report(harness, session, name, state, reason)
 
 
