@@ -9,8 +9,12 @@ opencode, its plugin); the provider settings point the harness at the stub.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +32,15 @@ from tests.e2e.stub_base import (
     location_blocks,
     new_blocks,
 )
-from tests.e2e.stub_chat import MODEL, ChatStub, system_text, tool_names, tool_results
+from tests.e2e.stub_chat import (
+    MODEL,
+    ChatStub,
+    messages,
+    system_text,
+    tool_names,
+    tool_results,
+)
+from tests.tmuxtest import poll
 
 
 class ChatHarness:
@@ -57,6 +69,20 @@ class ChatHarness:
     def setup(self) -> list[str]:
         self.configure()
         return self.hrig.install(self.name)
+
+    # The interactive program (its TUI, driven with send-keys): what its screen shows when it
+    # is ready for a prompt and when it asks to run a shell command, and how it quits.
+    ready_text = ""
+    dialog_text = ""
+    denied_text = ""  # shown once a denied turn is over ("": nothing to wait for)
+    quit_command = "/quit"
+
+    def tui_argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def tui_started(self, pane: str) -> None:
+        """Answer what the TUI asks before its prompt (a new HOME), then wait for it."""
+        self.hrig.wait_screen(pane, self.ready_text)
 
     def prompt(self, text: str, *, again: bool = False) -> tuple[Run, list[Recorded]]:
         before = len(self.stub.model_requests())
@@ -118,6 +144,20 @@ class Copilot(ChatHarness):
             "--allow-all",
         ]
 
+    ready_text = "/ commands"
+    dialog_text = "Do you want to run this command?"
+    # Typed before this, the quit command is queued behind the turn, and never runs.
+    denied_text = "Operation cancelled by user"
+    quit_command = "/exit"
+
+    def tui_argv(self) -> list[str]:
+        return [self.binary()]
+
+    def tui_started(self, pane: str) -> None:
+        self.hrig.wait_screen(pane, "Do you trust the files in this folder?")
+        self.hrig.send_keys(pane, "Enter")  # 1. Yes
+        super().tui_started(pane)
+
 
 class Qwen(ChatHarness):
     name = "qwen"
@@ -140,6 +180,13 @@ class Qwen(ChatHarness):
 
     def argv(self, prompt: str, *, again: bool) -> list[str]:
         return [self.binary(), *(["--continue"] if again else []), "-p", prompt, "--yolo"]
+
+    ready_text = "Type your message"
+    dialog_text = "Allow execution of"
+
+    def tui_argv(self) -> list[str]:
+        # Its default mode is ``auto`` (a model classifies each call): ask the user instead.
+        return [self.binary(), "--approval-mode", "default"]
 
 
 class Opencode(ChatHarness):
@@ -252,3 +299,259 @@ def tool_call_splits_the_pane(harness: ChatHarness) -> None:
     assert len(added) == 1, f"{added}\n{hrig.diagnostics()}"
     assert added[0].pane == pane and added[0].turn is not None
     assert neighbour(added[0], "right") == new, f"{added[0].text}\n{hrig.diagnostics()}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Agent state (SPEC §13) with the real programs.
+
+
+def agent_working_then_gone(harness: ChatHarness) -> None:
+    """A non-interactive run: while the model is asked (after the prompt's hook) the daemon
+    lists one agent of this harness, in the pane, ``working``; once the process exited
+    (its session-end hook, or its exit) there is none."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    seen: list[list[dict[str, Any]]] = []
+
+    def decide(request: Recorded) -> Turn:
+        if not title(request):
+            # The answer waits until the daemon lists the agent: no race with the exit.
+            poll(lambda: bool(hrig.agents()), 20, "the agent while it runs", interval=0.05)
+            seen.append(hrig.agents())
+        return Text("done")
+
+    harness.stub.decide = decide
+    harness.prompt("a prompt")
+    assert seen, hrig.diagnostics()
+    (agent,) = seen[0]
+    assert agent["harness"] == harness.name and agent["pane"] == pane, agent
+    assert agent["state"] == "working", agent
+    assert agent["reason"] is None, agent
+    poll(lambda: hrig.agents() == [], 20, "the agent gone after the exit", interval=0.05)
+
+
+def killed_agent_goes(harness: ChatHarness) -> float:
+    """``kill -9`` of the harness process (the agent's ``pid``) in the middle of a turn: no
+    hook runs, and the daemon's pidfd ends the agent.  Returns the seconds from the kill to
+    the daemon listing no agent (polled every 10 ms)."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    release = threading.Event()
+
+    def decide(request: Recorded) -> Turn:
+        if not title(request):
+            release.wait(60)  # hold the turn open until the process is killed
+        return Text("done")
+
+    harness.stub.decide = decide
+    tag = hrig.start_in_pane(pane, harness.argv("a prompt", again=False), harness.env())
+    try:
+        poll(
+            lambda: [a["state"] for a in hrig.agents()] == ["working"],
+            60,
+            "a working agent",
+            interval=0.05,
+        )
+        (agent,) = hrig.agents()
+        assert agent["pane"] == pane, agent
+        pid = int(agent["pid"])
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        poll(lambda: hrig.agents() == [], 10, "the agent gone after kill -9", interval=0.01)
+        took = time.monotonic() - killed
+    finally:
+        release.set()
+    hrig.wait(tag, 60)
+    return took
+
+
+def tui_permission_approved_then_denied(
+    harness: ChatHarness, reason: str, after_denial: str
+) -> dict[str, Any]:
+    """The TUI, in a pane: a prompt whose shell call asks permission is ``waiting`` with
+    ``reason`` while the dialog is shown; approved, it is ``working`` when the tool's result
+    goes to the model and ``idle`` after the turn.  Another such prompt, denied: the agent is
+    then ``after_denial`` (no hook runs after a denial in some harnesses).  Quitting leaves
+    no agent.  Returns the states seen, for the report."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    marker = hrig.root / "marker"
+    shell = SHELL_TOOLS[harness.name]
+    at_result: list[dict[str, Any]] = []
+
+    def decide(request: Recorded) -> Turn:
+        if title(request):
+            return Text("ok")
+        last = messages(request.body)[-1] if messages(request.body) else {}
+        if last.get("role") == "tool":
+            # The tool's after-event (or the next prompt's) ran before this request.
+            poll(
+                lambda: [a["state"] for a in hrig.agents()] == ["working"],
+                20,
+                "a working agent when the tool's result goes to the model",
+                interval=0.05,
+            )
+            at_result.extend(hrig.agents())
+            return Text("done")
+        if last.get("role") == "user" and shell in tool_names(request.body):
+            return ToolCall(shell, {"command": f"touch {marker}", "description": "touch"})
+        return Text("done")
+
+    harness.stub.decide = decide
+
+    def states() -> list[tuple[str, str | None]]:
+        return [(a["state"], a["reason"]) for a in hrig.agents()]
+
+    def until(want: list[tuple[str, str | None]], what: str) -> None:
+        try:
+            poll(lambda: states() == want, 30, what, interval=0.05)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {hrig.agents()}\n{hrig.screen(pane)}") from None
+
+    def ask(text: str) -> None:
+        hrig.send_keys(pane, "-l", text)
+        hrig.wait_screen(pane, text)
+        hrig.send_keys(pane, "Enter")
+        hrig.wait_screen(pane, harness.dialog_text)
+
+    tag = hrig.start_in_pane(pane, harness.tui_argv(), harness.env(), interactive=True)
+    harness.tui_started(pane)
+    ask("please touch the marker")
+    until([("waiting", reason)], "the agent waiting while the dialog is shown")
+    (waiting,) = hrig.agents()
+    assert waiting["pane"] == pane and waiting["harness"] == harness.name, waiting
+    hrig.send_keys(pane, "Enter")  # 1. Yes (once)
+    until([("idle", None)], "the agent idle after the approved turn")
+    assert marker.exists()
+    assert [a["state"] for a in at_result] == ["working"], at_result
+    assert hrig.agents()[0]["session_id"] == waiting["session_id"]
+
+    marker.unlink()
+    ask("please touch it again")
+    until([("waiting", reason)], "the agent waiting on the second dialog")
+    hrig.send_keys(pane, "Escape")  # denied
+    poll(lambda: harness.dialog_text not in hrig.screen(pane), 30, "the dialog closed")
+    if harness.denied_text:
+        hrig.wait_screen(pane, harness.denied_text)
+    want = [(after_denial, reason if after_denial == "waiting" else None)]
+    until(want, f"the agent {after_denial} after the denial")
+    assert not marker.exists()
+
+    quit_tui(harness, tag)
+    return waiting
+
+
+# The model's question, in each harness's question tool (Copilot CLI's ``ask_user``, Qwen
+# Code's ``ask_user_question``): "Which colour?", red or blue.
+QUESTIONS: dict[str, ToolCall] = {
+    "copilot": ToolCall(
+        "ask_user",
+        {
+            "message": "Which colour?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "colour": {"type": "string", "title": "Colour", "enum": ["red", "blue"]}
+                },
+                "required": ["colour"],
+            },
+        },
+    ),
+    "qwen": ToolCall(
+        "ask_user_question",
+        {
+            "questions": [
+                {
+                    "question": "Which colour?",
+                    "header": "Colour",
+                    "options": [
+                        {"label": "red", "description": "red"},
+                        {"label": "blue", "description": "blue"},
+                    ],
+                    "multiSelect": False,
+                }
+            ]
+        },
+    ),
+}
+
+
+def tui_question(harness: ChatHarness) -> None:
+    """The TUI: the model's question (``QUESTIONS``) makes the agent ``waiting``,
+    ``question`` (Copilot CLI: its ``notification`` ``elicitation_dialog``; Qwen Code: the
+    ``PermissionRequest`` of ``ask_user_question``); answered, it is ``working`` when the
+    answer goes to the model and ``idle`` after the turn; quitting leaves no agent."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    at_result: list[dict[str, Any]] = []
+    question = QUESTIONS[harness.name]
+
+    def decide(request: Recorded) -> Turn:
+        if title(request):
+            return Text("ok")
+        last = messages(request.body)[-1] if messages(request.body) else {}
+        if last.get("role") == "tool":
+            poll(
+                lambda: [a["state"] for a in hrig.agents()] == ["working"],
+                20,
+                "a working agent when the answer goes to the model",
+                interval=0.05,
+            )
+            at_result.extend(hrig.agents())
+            return Text("done")
+        if last.get("role") == "user" and question.name in tool_names(request.body):
+            return question
+        return Text("done")
+
+    harness.stub.decide = decide
+
+    def until(want: list[tuple[str, str | None]], what: str) -> None:
+        try:
+            poll(
+                lambda: [(a["state"], a["reason"]) for a in hrig.agents()] == want,
+                30,
+                what,
+                interval=0.05,
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {hrig.agents()}\n{hrig.screen(pane)}") from None
+
+    tag = hrig.start_in_pane(pane, harness.tui_argv(), harness.env(), interactive=True)
+    harness.tui_started(pane)
+    hrig.send_keys(pane, "-l", "ask me a question")
+    hrig.wait_screen(pane, "ask me a question")
+    hrig.send_keys(pane, "Enter")
+    hrig.wait_screen(pane, "Which colour?")
+    until([("waiting", "question")], "the agent waiting on the question")
+    hrig.send_keys(pane, "Enter")  # red
+    until([("idle", None)], "the agent idle after the answered turn")
+    assert [a["state"] for a in at_result] == ["working"], at_result
+    quit_tui(harness, tag)
+
+
+def quit_tui(harness: ChatHarness, tag: str) -> None:
+    """Type the TUI's quit command (an Enter can land on the command's completion menu,
+    which then completes instead of running it: Enter again until the program exits); then
+    no agent is left."""
+    hrig = harness.hrig
+    pane = hrig.first_pane
+    hrig.send_keys(pane, "-l", harness.quit_command)
+    hrig.wait_screen(pane, harness.quit_command)
+    for _ in range(4):
+        hrig.send_keys(pane, "Enter")
+        try:
+            hrig.wait(tag, 15)
+            break
+        except AssertionError:
+            continue
+    else:
+        raise AssertionError(f"the TUI did not quit; its screen:\n{hrig.screen(pane)}")
+    poll(lambda: hrig.agents() == [], 20, "no agent after quitting", interval=0.05)

@@ -152,12 +152,13 @@ def test_copilot_install_writes_its_own_hooks_file_and_mcp_entry() -> None:
     after = plan("copilot", remove=False)
     hooks = json.loads(after[HOME / ".copilot" / "hooks" / "tmuxlocd.json"])
     assert list(hooks) == ["version", "hooks"] and hooks["version"] == 1
-    # No sessionStart: Copilot runs it concurrently with the first prompt's hook.  The last
-    # three report the agent's state only.
+    # No sessionStart: Copilot runs it concurrently with the first prompt's hook.  The
+    # agent state's events follow the context hook's (spec §13).
     assert list(hooks["hooks"]) == [
         "userPromptSubmitted",
         "postToolUse",
         "notification",
+        "postToolUseFailure",
         "agentStop",
         "sessionEnd",
     ]
@@ -194,17 +195,19 @@ def test_qwen_install_timeouts_are_ten_seconds_in_every_version() -> None:
     path = HOME / ".qwen" / "settings.json"
     settings = json.loads(plan("qwen", remove=False)[path])
     hooks = settings["hooks"]
-    # The context hook's events, then the agent state's.
     assert list(hooks) == [
         "SessionStart",
         "UserPromptSubmit",
         "PostToolUse",
+        # The agent state's (spec §13), every one without a matcher.
         "PermissionRequest",
         "Notification",
         "Stop",
+        "StopFailure",
         "SessionEnd",
     ]
     assert hooks["PostToolUse"][0]["matcher"] == "run_shell_command"
+    assert all("matcher" not in hooks[e][0] for e in list(hooks)[3:])
     for groups in hooks.values():
         entry = groups[0]["hooks"][0]
         # 0.24 reads seconds below 1000 and milliseconds from 1000; 0.15 reads milliseconds.

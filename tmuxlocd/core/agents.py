@@ -1,8 +1,9 @@
 """Agent state from each harness's own hook events: the pure part (SPEC §13).
 
-A harness (Claude Code, Codex, Gemini CLI) runs ``tmuxlocd context <harness>`` for its hook
-events; the hook tells the daemon what each event means for the session's agent, and the
-daemon keeps, per session, where the agent is and what it is doing:
+A harness (Claude Code, Codex, Gemini CLI, Copilot CLI, Qwen Code, Antigravity CLI) runs
+``tmuxlocd context <harness>`` for its hook events; the hook tells the daemon what each event
+means for the session's agent, and the daemon keeps, per session, where the agent is and what
+it is doing:
 
 - ``working``: a prompt is being answered (a prompt was submitted, a tool ran);
 - ``waiting``: it asked the user (a permission, a question), with a short ``reason``;
@@ -64,29 +65,6 @@ _FIXED: dict[str, dict[str, str]] = {
         "AfterAgent": IDLE,
         "SessionEnd": GONE,
     },
-    # GitHub Copilot CLI 1.0.102 (run): camelCase events, named on the hook's command line.
-    # Its ``permissionRequest`` runs before its permission rules, for tools they allow
-    # without asking too (``--allow-all``): only the ``notification`` that a dialog is shown
-    # means ``waiting``.  The notification's payload names itself ``Notification``; the
-    # command line's name wins.  No ``sessionStart`` hook is installed (see install.py).
-    "copilot": {
-        "userPromptSubmitted": WORKING,
-        "postToolUse": WORKING,
-        "notification": "",  # by notification_type
-        "agentStop": IDLE,
-        "sessionEnd": GONE,
-    },
-    # Qwen Code 0.24.4 (run): Claude Code's events and fields.  Its ``-p`` runs no
-    # ``SessionEnd``: such an agent goes with its process.
-    "qwen": {
-        "SessionStart": IDLE,
-        "UserPromptSubmit": WORKING,
-        "PostToolUse": WORKING,
-        "PermissionRequest": WAITING,
-        "Notification": "",  # by notification_type
-        "Stop": IDLE,
-        "SessionEnd": GONE,
-    },
     # Antigravity CLI (its hooks documentation; read, not run): ``PreInvocation`` before
     # every model call of a turn, ``Stop`` when the agent stops (``terminationReason``).  No
     # hook tells of its permission dialog or of a session's end: it is never ``waiting``
@@ -94,6 +72,35 @@ _FIXED: dict[str, dict[str, str]] = {
     "antigravity": {
         "PreInvocation": WORKING,
         "Stop": IDLE,
+    },
+    # GitHub Copilot CLI (1.0.102, run): camelCase events, named on the hook's command line.
+    # ``postToolUse`` runs after a tool succeeded, ``postToolUseFailure`` after it failed.
+    # Its ``notification`` hook gets Claude Code's shape (``notification_type``), but names no
+    # tool.  Not ``permissionRequest``: it runs before the permission rules, for every tool
+    # call that would need one, also those approved without a dialog (``--allow-all``).  Not
+    # ``sessionStart`` either: it runs concurrently with the first prompt's hook and would
+    # be taken for a later ``idle``.
+    "copilot": {
+        "userPromptSubmitted": WORKING,
+        "postToolUse": WORKING,
+        "postToolUseFailure": WORKING,
+        "notification": "",  # by notification_type
+        "agentStop": IDLE,
+        "sessionEnd": GONE,
+    },
+    # Qwen Code (0.24.4, run): Claude Code's events and fields.  ``PermissionRequest`` runs
+    # only where its dialog is shown (not for tools its approval mode lets through);
+    # ``UserPromptSubmit`` also runs before the request that carries a tool's result;
+    # ``StopFailure`` instead of ``Stop`` when an API error or a loop ends the turn.
+    "qwen": {
+        "SessionStart": IDLE,
+        "UserPromptSubmit": WORKING,
+        "PostToolUse": WORKING,
+        "PermissionRequest": WAITING,
+        "Notification": "",  # by notification_type
+        "Stop": IDLE,
+        "StopFailure": IDLE,
+        "SessionEnd": GONE,
     },
 }
 
@@ -131,18 +138,26 @@ STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
         ("AfterAgent", None),
         ("SessionEnd", None),
     ],
-    # Copilot CLI's hooks have no matcher here: every notification runs the hook, which
-    # reads its kind.
-    "copilot": [("notification", None), ("agentStop", None), ("sessionEnd", None)],
+    # Its hooks file wants a matcher in every group ("" matches all); the context hook's
+    # ``PreInvocation`` reports ``working`` already.
+    "antigravity": [("Stop", "")],
+    # Copilot CLI's hooks have no matcher: the context hook's ``postToolUse`` already runs
+    # for every tool, so an approved tool is ``working`` again when it is done.
+    "copilot": [
+        ("notification", None),
+        ("postToolUseFailure", None),
+        ("agentStop", None),
+        ("sessionEnd", None),
+    ],
+    # Qwen Code runs ``UserPromptSubmit`` (the context hook's) before it sends a tool's
+    # result: an approved tool is ``working`` again when it is done, with no more hooks.
     "qwen": [
         ("PermissionRequest", None),
         ("Notification", None),
         ("Stop", None),
+        ("StopFailure", None),
         ("SessionEnd", None),
     ],
-    # Its hooks file wants a matcher in every group ("" matches all); the context hook's
-    # ``PreInvocation`` reports ``working`` already.
-    "antigravity": [("Stop", "")],
 }
 
 # Each harness's Notification ``notification_type`` values, for those whose notifications
@@ -157,21 +172,31 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
         "agent_needs_input": (WAITING, "question"),
         "idle_prompt": (IDLE, ""),
     },
-    # Copilot CLI 1.0.102 (run): ``permission_prompt`` as its dialog opens (``message``
-    # "Run command: ..."); its documentation names elicitation dialogs too.  Other kinds
-    # (a shell's or the agent's completion) say nothing here: ``agentStop`` does.
+    # Copilot CLI 1.0.102: ``permission_prompt`` (title "Permission needed", ``message`` the
+    # action: "Run command: <command>", no tool), ``elicitation_dialog`` ("Information
+    # requested": its ``ask_user`` tool's dialog).
     "copilot": {
         "permission_prompt": (WAITING, "permission"),
         "elicitation_dialog": (WAITING, "question"),
     },
-    # Qwen Code 0.24.4 (run): ``permission_prompt`` right after ``PermissionRequest``,
-    # ``idle_prompt`` right after ``Stop``, ``auth_success`` at start (nothing here).
+    # Qwen Code 0.24.4: ``permission_prompt`` with the tool only in ``message`` ("Qwen Code
+    # needs your permission to use <tool>"); ``idle_prompt`` each time its prompt is idle
+    # again (at once, not after a delay: also after a denied permission, which runs no
+    # ``Stop``).  Its ``elicitation_dialog`` is declared but never sent.
     "qwen": {
         "permission_prompt": (WAITING, "permission"),
-        "elicitation_dialog": (WAITING, "question"),
         "idle_prompt": (IDLE, ""),
     },
 }
+
+# Where a notification names the tool only in its ``message`` (Qwen Code's): the words
+# before the tool's name, which ends the message.
+_MESSAGE_TOOL = "needs your permission to use "
+
+# The tools whose "permission" dialog is a question the model asks the user: Qwen Code's
+# ``ask_user_question`` is confirmed as any tool is (``PermissionRequest``, then a
+# ``permission_prompt`` naming it), and its dialog is the question.
+_QUESTION_TOOLS = {"qwen": frozenset(("ask_user_question",))}
 
 # Where a payload names its session, for the harnesses whose field is not ``session_id``.
 _SESSION_FIELD = {"copilot": "sessionId", "antigravity": "conversationId"}
@@ -218,18 +243,26 @@ def short(text: object) -> str:
 def _tool(value: Mapping[str, object]) -> str:
     """The tool a permission is for: ``tool_name``, else Gemini CLI's ``details`` (an MCP
     confirmation's ``toolName``, else the confirmation's ``type``: exec, edit, mcp; 0.61.0
-    names no tool in the others, toSerializableDetails)."""
+    names no tool in the others, toSerializableDetails), else the last word of Qwen Code's
+    ``message``."""
     tool = value.get("tool_name")
     details = value.get("details")
     if not isinstance(tool, str) and isinstance(details, dict):
         tool = details.get("tool_name", details.get("toolName"))
         if not isinstance(tool, str):
             tool = details.get("type")
+    message = value.get("message")
+    if not isinstance(tool, str) and isinstance(message, str):
+        _, found, after = message.partition(_MESSAGE_TOOL)
+        if found and after and " " not in after.strip():
+            tool = after.strip()
     return tool if isinstance(tool, str) else ""
 
 
-def _permission(value: Mapping[str, object]) -> str:
+def _permission(harness: str, value: Mapping[str, object]) -> str:
     tool = _tool(value)
+    if tool in _QUESTION_TOOLS.get(harness, ()):
+        return "question"
     return short(f"permission: {tool}" if tool else "permission")
 
 
@@ -237,8 +270,10 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
     """The agent state a hook event's payload (its JSON object) reports; None when it says
     nothing of it (an event of no meaning here, a notification of another kind, no session).
     ``event`` is the event's name from the hook's command line, for the harnesses that put
-    none in the payload (``harness.EVENT_IN_ARGV``)."""
+    none in the payload (``harness.EVENT_IN_ARGV``); given, it wins over the payload's."""
     events = _FIXED.get(harness)
+    # The command line's name first: ``install`` wrote it for this event, and a payload may
+    # name it otherwise (Copilot CLI's ``notification`` carries ``"Notification"``).
     name = event or value.get("hook_event_name")
     session = value.get(_SESSION_FIELD.get(harness, "session_id"))
     if events is None or not isinstance(name, str) or not isinstance(session, str):
@@ -247,7 +282,7 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
         return None
     state = events[name]
     reason = ""
-    if state == "":  # a notification: by its kind
+    if not state:  # a notification: by its kind
         kind = value.get("notification_type")
         table = _NOTIFICATIONS.get(harness)
         if table is not None:
@@ -256,7 +291,7 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
                 return None
             state, reason = found
             if state == WAITING and reason == "permission":
-                reason = _permission(value)
+                reason = _permission(harness, value)
         elif kind == "ToolPermission":  # Gemini CLI's one notification type
             # Its ``details`` are the confirmation's: ``type`` exec, edit, mcp, info, or
             # ask_user for a question the model asks (gemini-cli's fireNotificationEvent).
@@ -265,11 +300,11 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
             if what == "ask_user":
                 state, reason = WAITING, "question"
             else:
-                state, reason = WAITING, _permission(value)
+                state, reason = WAITING, _permission(harness, value)
         else:
             return None
     elif state == WAITING:
-        reason = _permission(value)
+        reason = _permission(harness, value)
     return Report(harness, session, name, state, reason)
 
 
