@@ -3,14 +3,24 @@ stub, with what ``tmuxlocd install opencode`` wrote (chat_harnesses)."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
 from tests.e2e.chat_harnesses import (
     Opencode,
     first_prompt_then_again,
     stub,
+    title,
     tool_call_splits_the_pane,
 )
-from tests.e2e.panes import HarnessRig
-from tests.e2e.stub_chat import ChatStub
+from tests.e2e.panes import HarnessRig, report
+from tests.e2e.stub_base import Recorded, Text, ToolCall, Turn
+from tests.e2e.stub_chat import ChatStub, tool_results
+from tests.tmuxtest import poll
 
 __all__ = ["stub"]  # the fixture
 
@@ -21,3 +31,109 @@ def test_first_prompt_then_again(hrig: HarnessRig, stub: ChatStub) -> None:
 
 def test_tool_call_splits_the_pane(hrig: HarnessRig, stub: ChatStub) -> None:
     tool_call_splits_the_pane(Opencode(hrig, stub))
+
+
+def test_run_agent_is_working_while_it_runs_and_gone_after(
+    hrig: HarnessRig, stub: ChatStub
+) -> None:
+    """SPEC §13 with the real ``opencode run``: while the model is asked (after the plugin's
+    prompt event) the daemon lists one opencode agent, in the pane, ``working``; a process
+    that exited leaves no agent."""
+    oc = Opencode(hrig, stub)
+    hrig.start_daemon()
+    oc.setup()
+    pane = hrig.first_pane
+    seen: list[list[dict[str, Any]]] = []
+
+    def decide(request: Recorded) -> Turn:
+        if not title(request):
+            # The answer waits until the daemon lists the agent: no race with the exit.
+            poll(lambda: bool(hrig.agents()), 20, "the agent while opencode runs", interval=0.05)
+            seen.append(hrig.agents())
+        return Text("done")
+
+    stub.decide = decide
+    oc.prompt("a prompt")
+    assert seen, hrig.diagnostics()
+    (agent,) = seen[0]
+    assert agent["harness"] == "opencode" and agent["pane"] == pane, agent
+    assert agent["state"] == "working", agent
+    assert agent["session_id"].startswith("ses_"), agent
+    poll(lambda: hrig.agents() == [], 20, "the agent gone after opencode run exited")
+
+
+def start_tui(oc: Opencode, *, ask_bash: bool = False) -> str:
+    """The opencode TUI in the first pane, ready for a prompt (``ask_bash``: its shell tool
+    asks first, ``"permission": {"bash": "ask"}``)."""
+    hrig = oc.hrig
+    hrig.start_daemon()
+    oc.setup()
+    if ask_bash:
+        path = Path(hrig.env()["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json"
+        config = json.loads(path.read_text())
+        config["permission"] = {"bash": "ask"}
+        path.write_text(json.dumps(config, indent=2) + "\n")
+    tag = hrig.start_in_pane(hrig.first_pane, [oc.binary()], oc.env(), interactive=True)
+    hrig.wait_screen(hrig.first_pane, "Ask anything", 120)
+    return tag
+
+
+def type_prompt(hrig: HarnessRig, text: str) -> None:
+    hrig.send_keys(hrig.first_pane, "-l", text)
+    hrig.wait_screen(hrig.first_pane, text)
+    hrig.send_keys(hrig.first_pane, "Enter")  # apart from the text: else it may be pasted
+
+
+def states(hrig: HarnessRig) -> list[tuple[str, str | None]]:
+    return [(a["state"], a.get("reason")) for a in hrig.agents()]
+
+
+def test_tui_permission_waits_then_works_and_quit_leaves_no_agent(
+    hrig: HarnessRig, stub: ChatStub
+) -> None:
+    """The TUI's shell call under an asking permission: the agent waits (``permission:
+    bash``) while the dialog is up, works again once it is approved (the request carrying the
+    command's result is held until the daemon says so), is idle after the turn, and none is
+    left once the TUI quits."""
+    oc = Opencode(hrig, stub)
+    pane = hrig.first_pane
+
+    def decide(request: Recorded) -> Turn:
+        if title(request):
+            return Text("A title")
+        if tool_results(request.body):
+            poll(lambda: states(hrig) == [("working", None)], 20, "working after the approval")
+            return Text("reply-done")
+        return ToolCall("bash", {"command": "echo hi", "description": "say hi"})
+
+    stub.decide = decide
+    tag = start_tui(oc, ask_bash=True)
+    type_prompt(hrig, "run it")
+    want = [("waiting", "permission: bash")]
+    poll(lambda: states(hrig) == want, 60, "waiting on the permission", interval=0.05)
+    hrig.wait_screen(pane, "Allow once")
+    hrig.send_keys(pane, "Enter")  # Allow once
+    hrig.wait_screen(pane, "reply-done", 60)
+    poll(lambda: states(hrig) == [("idle", None)], 20, "idle after the turn", interval=0.05)
+    hrig.send_keys(pane, "C-c")  # an empty prompt: quit
+    hrig.wait(tag, 30)
+    poll(lambda: hrig.agents() == [], 20, "no agent after the TUI quit", interval=0.05)
+
+
+def test_tui_killed_leaves_no_agent(hrig: HarnessRig, stub: ChatStub) -> None:
+    """``kill -9`` of the TUI tells nothing to any plugin: the agent is gone by the daemon's
+    hold on the process.  How long that takes is measured."""
+    oc = Opencode(hrig, stub)
+    stub.decide = lambda request: Text("A title" if title(request) else "reply-1")
+    tag = start_tui(oc)
+    type_prompt(hrig, "hello")
+    hrig.wait_screen(hrig.first_pane, "reply-1", 60)
+    poll(lambda: states(hrig) == [("idle", None)], 20, "idle after the turn", interval=0.05)
+    (agent,) = hrig.agents()
+    killed = time.monotonic()
+    os.kill(agent["pid"], signal.SIGKILL)
+    poll(lambda: hrig.agents() == [], 10, "no agent after kill -9", interval=0.005)
+    took_ms = (time.monotonic() - killed) * 1000
+    hrig.wait(tag, 30)
+    report({"test": "opencode kill -9: agent gone", "ms": round(took_ms, 1)})
+    print(f"opencode kill -9 -> agent gone: {took_ms:.1f} ms")
