@@ -20,7 +20,7 @@ from tests.e2e.chat_harnesses import (
 )
 from tests.e2e.panes import HarnessRig, report
 from tests.e2e.stub_base import Recorded, Text, ToolCall, Turn
-from tests.e2e.stub_chat import ChatStub, tool_results
+from tests.e2e.stub_chat import ChatStub, messages, text_of, tool_results
 from tests.tmuxtest import poll
 
 __all__ = ["stub"]  # the fixture
@@ -156,3 +156,50 @@ def test_tui_killed_leaves_no_agent(hrig: HarnessRig, stub: ChatStub) -> None:
     hrig.wait(tag, 30)
     report({"test": "opencode kill -9", "exit_ms": round(exit_ms, 1), "gone_ms": round(gone_ms, 1)})
     print(f"opencode kill -9: pidfd readable at {exit_ms:.1f} ms, agent gone at {gone_ms:.1f} ms")
+
+
+def first_user_text(request: Recorded) -> str:
+    users = [m for m in messages(request.body) if m.get("role") == "user"]
+    return text_of(users[0].get("content")) if users else ""
+
+
+def test_tui_subagents_permission_is_its_root_sessions_agents(
+    hrig: HarnessRig, stub: ChatStub
+) -> None:
+    """The model's ``task`` call runs a subagent in a child session; the child's shell call
+    asks: the one agent, the root session's, waits (``permission: bash``), works once it is
+    allowed, and is idle after the root's turn.  No agent of the child's session, ever."""
+    oc = Opencode(hrig, stub)
+    pane = hrig.first_pane
+    seen: list[list[dict[str, Any]]] = []
+
+    def decide(request: Recorded) -> Turn:
+        if title(request):
+            return Text("A title")
+        seen.append(hrig.agents())
+        if first_user_text(request) == "child job":
+            if tool_results(request.body):
+                return Text("child done")
+            return ToolCall("bash", {"command": "echo hi", "description": "say hi"})
+        if tool_results(request.body):
+            return Text("reply-done")
+        task = {"description": "a child", "prompt": "child job", "subagent_type": "general"}
+        return ToolCall("task", task)
+
+    stub.decide = decide
+    start_tui(oc, ask_bash=True)
+    type_prompt(hrig, "run it")
+    poll(lambda: bool(seen and seen[0]), 60, "the root's agent", interval=0.05)
+    root = seen[0][0]["session_id"]
+    want = [("waiting", "permission: bash")]
+    poll(lambda: states(hrig) == want, 60, "waiting on the child's permission", interval=0.05)
+    (agent,) = hrig.agents()
+    assert agent["session_id"] == root, (agent, root)
+    hrig.wait_screen(pane, "Allow once")
+    hrig.send_keys(pane, "Enter")  # Allow once
+    hrig.wait_screen(pane, "reply-done", 60)
+    poll(lambda: states(hrig) == [("idle", None)], 20, "idle after the turn", interval=0.05)
+    assert len(seen) == 4, seen  # root, child, child after its tool, root after the task
+    for agents in [*seen, hrig.agents()]:
+        assert [a["session_id"] for a in agents] == [root], agents
+    assert [a["state"] for a in seen[1] + seen[2] + seen[3]] == ["working"] * 3, seen
