@@ -203,3 +203,34 @@ def test_tui_subagents_permission_is_its_root_sessions_agents(
     for agents in [*seen, hrig.agents()]:
         assert [a["session_id"] for a in agents] == [root], agents
     assert [a["state"] for a in seen[1] + seen[2] + seen[3]] == ["working"] * 3, seen
+
+
+def test_tui_question_waits_then_works(hrig: HarnessRig, stub: ChatStub) -> None:
+    """The model's ``question`` call: the agent waits (``question``) while it is asked, works
+    once it is answered (the request carrying the answer is held until the daemon says so),
+    and is idle after the turn."""
+    oc = Opencode(hrig, stub)
+    pane = hrig.first_pane
+    options = [{"label": "Alpha", "description": "a"}, {"label": "Beta", "description": "b"}]
+    question = {"question": "Which one?", "header": "Pick", "options": options}
+    answers: list[str] = []
+
+    def decide(request: Recorded) -> Turn:
+        if title(request):
+            return Text("A title")
+        if tool_results(request.body):
+            answers.extend(tool_results(request.body))
+            poll(lambda: states(hrig) == [("working", None)], 20, "working after the answer")
+            return Text("reply-done")
+        return ToolCall("question", {"questions": [question]})
+
+    stub.decide = decide
+    start_tui(oc)
+    type_prompt(hrig, "ask me")
+    want = [("waiting", "question")]
+    poll(lambda: states(hrig) == want, 60, "waiting on the question", interval=0.05)
+    hrig.wait_screen(pane, "Alpha")
+    hrig.send_keys(pane, "Enter")  # the first option
+    hrig.wait_screen(pane, "reply-done", 60)
+    assert any("Alpha" in a for a in answers), answers  # answered, not dismissed
+    poll(lambda: states(hrig) == [("idle", None)], 20, "idle after the turn", interval=0.05)
