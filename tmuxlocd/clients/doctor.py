@@ -53,6 +53,7 @@ from tmuxlocd.clients.install import (
     is_ours,
     load_json,
     plugin_argv,
+    plugin_text,
 )
 from tmuxlocd.core.harness import HARNESSES
 
@@ -528,7 +529,8 @@ def _opencode(
     project: bool,
     python_hint: str,
 ) -> list[Finding]:
-    """opencode: the plugin file is ours, and the command it runs exists."""
+    """opencode: the plugin file is ours, the one this version writes, and the command it
+    runs exists."""
     path = where["hooks"]
     text = texts.get(path)
     install = "tmuxlocd install opencode" + (" --project" if project else "")
@@ -554,7 +556,23 @@ def _opencode(
                 f"move it aside, then {install}",
             )
         ]
-    found = [Finding("opencode", "hooks", OK, f"{path}: the plugin (system prompt, per request)")]
+    launcher = argv[:-1] if argv and argv[-1] == "opencode" else argv
+    if text != plugin_text(launcher):
+        # Written by an older tmuxlocd (or edited): it runs the hook, but not as this version
+        # would (events it does not send, such as the agent's state).
+        found = [
+            Finding(
+                "opencode",
+                "hooks",
+                WARNING,
+                f"{path}: an older plugin than this tmuxlocd writes (or one edited since)",
+                install + " (it rewrites its own plugin)",
+            )
+        ]
+    else:
+        found = [
+            Finding("opencode", "hooks", OK, f"{path}: the plugin (system prompt, per request)")
+        ]
     found += _commands(
         "opencode",
         "hook-command",

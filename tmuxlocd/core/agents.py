@@ -102,6 +102,24 @@ _FIXED: dict[str, dict[str, str]] = {
         "StopFailure": IDLE,
         "SessionEnd": GONE,
     },
+    # opencode has no command hooks: the plugin ``tmuxlocd install opencode`` writes sends
+    # these, Claude-shaped, from its plugin hooks and its bus events (opencode 1.18.33):
+    # ``permission.asked`` is PermissionRequest (``tool_name``: the permission asked for, such
+    # as bash, edit, external_directory), ``permission.replied`` PermissionReplied (once,
+    # always or reject: the turn goes on, or ends with a Stop), ``question.asked`` a
+    # Notification (elicitation_dialog), ``question.replied``/``rejected`` QuestionReplied,
+    # ``session.status`` idle Stop, ``session.deleted`` SessionEnd.
+    "opencode": {
+        "SessionStart": IDLE,
+        "UserPromptSubmit": WORKING,
+        "PostToolUse": WORKING,
+        "PermissionRequest": WAITING,
+        "PermissionReplied": WORKING,
+        "Notification": "",  # by notification_type
+        "QuestionReplied": WORKING,
+        "Stop": IDLE,
+        "SessionEnd": GONE,
+    },
 }
 
 # The hook events ``tmuxlocd install`` adds for agent state, beyond those of the context hook
@@ -187,6 +205,7 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
         "permission_prompt": (WAITING, "permission"),
         "idle_prompt": (IDLE, ""),
     },
+    "opencode": {"elicitation_dialog": (WAITING, "question")},  # its question tool
 }
 
 # Where a notification names the tool only in its ``message`` (Qwen Code's): the words
@@ -200,6 +219,11 @@ _QUESTION_TOOLS = {"qwen": frozenset(("ask_user_question",))}
 
 # Where a payload names its session, for the harnesses whose field is not ``session_id``.
 _SESSION_FIELD = {"copilot": "sessionId", "antigravity": "conversationId"}
+
+# Where a subagent's event names the session whose agent it is of (its root session's), for
+# the harnesses that run subagents as sessions of their own: opencode's child sessions, whose
+# events the plugin tells with both ids (the context stays the child's).
+_ROOT_FIELD = {"opencode": "root_session_id"}
 
 # The harnesses whose events say anything of their agent.
 HARNESSES = tuple(_FIXED)
@@ -276,6 +300,10 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
     # name it otherwise (Copilot CLI's ``notification`` carries ``"Notification"``).
     name = event or value.get("hook_event_name")
     session = value.get(_SESSION_FIELD.get(harness, "session_id"))
+    field = _ROOT_FIELD.get(harness)
+    root = value.get(field) if field else None
+    if isinstance(root, str) and root:
+        session = root
     if events is None or not isinstance(name, str) or not isinstance(session, str):
         return None
     if not session or len(session) > MAX_SESSION_ID or name not in events:
