@@ -57,24 +57,35 @@ console.log(JSON.stringify(steps))
 """
 
 
-def test_the_plugin_keeps_the_schedule(tmp_path: Path) -> None:
+def run_plugin(tmp_path: Path, hook: list[str], driver: str, *args: str) -> str:
+    """Node runs ``driver`` (an ES module) on the plugin written with the hook command
+    ``hook``, the plugin's URL its first argument; returns its stdout."""
     assert NODE is not None
-    log = tmp_path / "events.jsonl"
-    hook = tmp_path / "hook.py"
-    hook.write_text(HOOK)
     plugin = tmp_path / "tmuxlocd.js"
-    plugin.write_text(install.plugin_text([sys.executable, str(hook), str(log)]))
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER)
+    plugin.write_text(install.plugin_text(hook))
+    script = tmp_path / "driver.mjs"
+    script.write_text(driver)
     proc = subprocess.run(
-        [NODE, str(driver), plugin.as_uri()],
+        [NODE, str(script), plugin.as_uri(), *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    steps = json.loads(proc.stdout)
+    return proc.stdout
+
+
+def stand_in(tmp_path: Path, text: str, log: Path) -> list[str]:
+    """The hook command of a stand-in hook ``text`` that logs to ``log``."""
+    hook = tmp_path / "hook.py"
+    hook.write_text(text)
+    return [sys.executable, str(hook), str(log)]
+
+
+def test_the_plugin_keeps_the_schedule(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    steps = json.loads(run_plugin(tmp_path, stand_in(tmp_path, HOOK, log), DRIVER))
     assert steps == [
         [],  # title generation: nothing, and nothing asked
         ["told at SessionStart"],  # a session new to this process, then its prompt
@@ -93,20 +104,8 @@ def test_the_plugin_keeps_the_schedule(tmp_path: Path) -> None:
 
 
 def test_a_hook_that_cannot_start_leaves_requests_alone(tmp_path: Path) -> None:
-    assert NODE is not None
-    plugin = tmp_path / "tmuxlocd.js"
-    plugin.write_text(install.plugin_text([str(tmp_path / "gone")]))
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER)
-    proc = subprocess.run(
-        [NODE, str(driver), plugin.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == [[]] * 6
+    out = run_plugin(tmp_path, [str(tmp_path / "gone")], DRIVER)
+    assert json.loads(out) == [[]] * 6
 
 
 # A stand-in that logs each event after a while that shrinks with each event: hooks run at
@@ -156,24 +155,10 @@ console.log(fs.readFileSync(process.argv[3], "utf8"))
 
 
 def test_bus_events_become_state_events_in_order_and_dispose_waits(tmp_path: Path) -> None:
-    assert NODE is not None
     log = tmp_path / "events.jsonl"
-    hook = tmp_path / "hook.py"
-    hook.write_text(SLOW_HOOK)
-    plugin = tmp_path / "tmuxlocd.js"
-    plugin.write_text(install.plugin_text([sys.executable, str(hook), str(log)]))
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(BUS)
-    proc = subprocess.run(
-        [NODE, str(driver), plugin.as_uri(), str(log)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    out = run_plugin(tmp_path, stand_in(tmp_path, SLOW_HOOK, log), BUS, str(log))
     # What dispose waited for is what the hook logged: every event, in the order sent.
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line]
+    events = [json.loads(line) for line in out.splitlines() if line]
     assert events == [
         {"hook_event_name": "PermissionRequest", "session_id": "s1", "tool_name": "bash"},
         {"hook_event_name": "PermissionReplied", "session_id": "s1", "reply": "once"},
@@ -211,14 +196,10 @@ def test_bus_events_become_state_events_in_order_and_dispose_waits(tmp_path: Pat
 
 def test_a_subagents_requests_tell_its_root(tmp_path: Path) -> None:
     """A child session's own context events keep its id and name its root."""
-    assert NODE is not None
     log = tmp_path / "events.jsonl"
-    hook = tmp_path / "hook.py"
-    hook.write_text(HOOK)
-    plugin = tmp_path / "tmuxlocd.js"
-    plugin.write_text(install.plugin_text([sys.executable, str(hook), str(log)]))
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(
+    run_plugin(
+        tmp_path,
+        stand_in(tmp_path, HOOK, log),
         """
 const { TmuxLocation } = await import(process.argv[2])
 const hooks = await TmuxLocation({})
@@ -227,16 +208,8 @@ hooks.event({ event: { type: "session.created", properties: { sessionID: "c1", i
 await hooks["chat.message"]({ sessionID: "c1" }, {})
 await hooks["experimental.chat.system.transform"]({ sessionID: "c1", model: {} }, { system: ["x"] })
 await hooks.dispose()
-"""
+""",
     )
-    proc = subprocess.run(
-        [NODE, str(driver), plugin.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in log.read_text().splitlines()]
     assert events == [
         {
