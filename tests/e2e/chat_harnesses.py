@@ -369,6 +369,19 @@ def killed_agent_goes(harness: ChatHarness) -> float:
     return took
 
 
+def working_at_result(hrig: HarnessRig, seen: list[dict[str, Any]], what: str) -> Turn:
+    """The model's answer to a request that carries a tool's result: once the daemon lists
+    one agent, ``working`` (kept in ``seen``), the turn's last words."""
+    poll(
+        lambda: [a["state"] for a in hrig.agents()] == ["working"],
+        20,
+        f"a working agent when {what} goes to the model",
+        interval=0.05,
+    )
+    seen.extend(hrig.agents())
+    return Text("done")
+
+
 def tui_permission_approved_then_denied(
     harness: ChatHarness, reason: str, after_denial: str
 ) -> dict[str, Any]:
@@ -391,14 +404,7 @@ def tui_permission_approved_then_denied(
         last = messages(request.body)[-1] if messages(request.body) else {}
         if last.get("role") == "tool":
             # The tool's after-event (or the next prompt's) ran before this request.
-            poll(
-                lambda: [a["state"] for a in hrig.agents()] == ["working"],
-                20,
-                "a working agent when the tool's result goes to the model",
-                interval=0.05,
-            )
-            at_result.extend(hrig.agents())
-            return Text("done")
+            return working_at_result(hrig, at_result, "the tool's result")
         if last.get("role") == "user" and shell in tool_names(request.body):
             return ToolCall(shell, {"command": f"touch {marker}", "description": "touch"})
         return Text("done")
@@ -499,14 +505,7 @@ def tui_question(harness: ChatHarness) -> None:
             return Text("ok")
         last = messages(request.body)[-1] if messages(request.body) else {}
         if last.get("role") == "tool":
-            poll(
-                lambda: [a["state"] for a in hrig.agents()] == ["working"],
-                20,
-                "a working agent when the answer goes to the model",
-                interval=0.05,
-            )
-            at_result.extend(hrig.agents())
-            return Text("done")
+            return working_at_result(hrig, at_result, "the answer")
         if last.get("role") == "user" and question.name in tool_names(request.body):
             return question
         return Text("done")
