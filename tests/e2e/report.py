@@ -41,9 +41,14 @@ def _bytes(values: list[int]) -> str:
 
 
 def render(rows: list[dict[str, Any]]) -> str:
+    """A table per harness package of its scenarios' rows, then one of the ``kill -9``
+    timings (rows with ``gone_ms``: from the signal to no agent listed, and to the pidfd
+    readable where the test held one)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    kills = [row for row in rows if "gone_ms" in row]
     for row in rows:
-        groups[(str(row["package"]), str(row["version"]))].append(row)
+        if "package" in row:
+            groups[(str(row["package"]), str(row["version"]))].append(row)
     out = []
     for (package, version), items in sorted(groups.items()):
         # A scenario run twice (a report appended to by two runs): the last row stands.
@@ -74,6 +79,17 @@ def render(rows: list[dict[str, Any]]) -> str:
                 f"| {_bytes(r.get('location_bytes', []))} "
                 f"| {_bytes(r.get('new_bytes', []))} | {r.get('hook_runs', '-')} "
                 f"| {', '.join(r.get('hook_events', [])) or '-'} | {ms} |"
+            )
+        out.append("")
+    if kills:
+        out.append("### kill -9 of the harness")
+        out.append("")
+        out.append("| harness | run | process ended (pidfd) ms | no agent listed ms |")
+        out.append("|---|---|---|---|")
+        for r in kills:
+            out.append(
+                f"| {r.get('harness', '-')} | {r.get('kill', '-')} "
+                f"| {r.get('exit_ms', '-')} | {r['gone_ms']} |"
             )
         out.append("")
     return "\n".join(out)

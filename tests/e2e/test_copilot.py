@@ -35,7 +35,7 @@ def test_agent_working_during_a_prompt_then_gone(hrig: HarnessRig, stub: ChatStu
 
 def test_killed_agent_goes(hrig: HarnessRig, stub: ChatStub) -> None:
     took = killed_agent_goes(Copilot(hrig, stub))
-    report({"harness": "copilot", "scenario": "agent gone after kill -9", "seconds": took})
+    report({"harness": "copilot", "kill": "-p", "gone_ms": round(took * 1000, 1)})
     print(f"copilot: agent gone {took * 1000:.0f} ms after kill -9")
 
 

@@ -154,7 +154,14 @@ def test_tui_killed_leaves_no_agent(hrig: HarnessRig, stub: ChatStub) -> None:
         os.close(pidfd)
     exit_ms, gone_ms = ((seen[k] - killed) * 1000 for k in ("exit", "agent"))
     hrig.wait(tag, 30)
-    report({"test": "opencode kill -9", "exit_ms": round(exit_ms, 1), "gone_ms": round(gone_ms, 1)})
+    report(
+        {
+            "harness": "opencode",
+            "kill": "TUI",
+            "exit_ms": round(exit_ms, 1),
+            "gone_ms": round(gone_ms, 1),
+        }
+    )
     print(f"opencode kill -9: pidfd readable at {exit_ms:.1f} ms, agent gone at {gone_ms:.1f} ms")
 
 

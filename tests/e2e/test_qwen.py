@@ -35,7 +35,7 @@ def test_agent_working_during_a_prompt_then_gone(hrig: HarnessRig, stub: ChatStu
 
 def test_killed_agent_goes(hrig: HarnessRig, stub: ChatStub) -> None:
     took = killed_agent_goes(Qwen(hrig, stub))
-    report({"harness": "qwen", "scenario": "agent gone after kill -9", "seconds": took})
+    report({"harness": "qwen", "kill": "-p", "gone_ms": round(took * 1000, 1)})
     print(f"qwen: agent gone {took * 1000:.0f} ms after kill -9")
 
 
