@@ -32,7 +32,7 @@ def test_what_says_nothing() -> None:
 
 
 def test_install_adds_a_stop_hook_with_the_event_in_its_command() -> None:
-    assert ("Stop", "") in HOOK_EVENTS["antigravity"]
+    assert ("Stop", None) in HOOK_EVENTS["antigravity"]
     assert "antigravity" in agents.HARNESSES
     command = hook_command(["tmuxlocd", "context"], "antigravity", event="Stop")
     assert command.endswith("antigravity --event Stop")

@@ -219,20 +219,43 @@ def test_qwen_install_timeouts_are_ten_seconds_in_every_version() -> None:
     assert settings["mcpServers"]["tmux"] == {"command": EXE[0], "args": ["mcp"]}
 
 
-def test_antigravity_install_has_a_matcher_and_the_event_in_the_command() -> None:
+def test_antigravity_install_is_a_named_hook_of_flat_handlers() -> None:
+    """Antigravity CLI's hooks.json: each top-level key names a hook, whose non-tool events
+    (``PreInvocation``, ``Stop``) are flat lists of handlers; the event in the command."""
     path = HOME / ".gemini" / "config" / "hooks.json"
     after = plan("antigravity", remove=False)
     assert list(after) == [path]  # no MCP entry: its shape is not known here
 
-    def group(event: str) -> list[dict[str, object]]:
+    def handlers(event: str) -> list[dict[str, object]]:
         command = shlex.join([*HOOK, "antigravity", "--event", event])
-        return [{"matcher": "", "hooks": [{"type": "command", "command": command, "timeout": 10}]}]
+        return [{"type": "command", "command": command, "timeout": 10}]
 
     # The context hook's event, and the agent state's ``Stop``.
     assert json.loads(after[path]) == {
-        "hooks": {"PreInvocation": group("PreInvocation"), "Stop": group("Stop")}
+        "tmuxlocd": {"PreInvocation": handlers("PreInvocation"), "Stop": handlers("Stop")}
     }
     assert plan("antigravity", dict(after), remove=True) == {path: ""}
+
+
+def test_antigravity_install_replaces_the_earlier_shape_and_keeps_the_users() -> None:
+    """Installs before wrote ``{"hooks": {"PreInvocation": [{"matcher": "", ...}]}}``: a new
+    install takes ours out of it and leaves another named hook alone."""
+    path = HOME / ".gemini" / "config" / "hooks.json"
+    old_command = shlex.join([*HOOK, "antigravity", "--event", "PreInvocation"])
+    theirs = {"Stop": [{"type": "command", "command": "make lint"}]}
+    before = {
+        "hooks": {
+            "PreInvocation": [
+                {"matcher": "", "hooks": [{"type": "command", "command": old_command}]}
+            ]
+        },
+        "lint-on-stop": theirs,
+    }
+    after = json.loads(plan("antigravity", {path: json.dumps(before)}, remove=False)[path])
+    assert set(after) == {"lint-on-stop", "tmuxlocd"}
+    assert after["lint-on-stop"] == theirs
+    removed = json.loads(plan("antigravity", {path: json.dumps(after)}, remove=True)[path])
+    assert removed == {"lint-on-stop": theirs}
 
 
 def test_opencode_install_writes_the_plugin_with_the_hook_command() -> None:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from tmuxlocd.clients.install import (
+    HOOK_CONTAINERS,
     HOOK_EVENTS,
     MCP_NAME,
     InstallError,
@@ -177,11 +178,18 @@ class OurHook:
 
 
 def our_hooks(data: Mapping[str, Any]) -> list[OurHook]:
-    """Every hook entry of ours (by its command, as ``install`` recognises them)."""
-    hooks = data.get("hooks")
+    """Every hook entry of ours (by its command, as ``install`` recognises them), under
+    "hooks" or Antigravity CLI's named hook (``install.HOOK_CONTAINERS``)."""
     found: list[OurHook] = []
-    if not isinstance(hooks, dict):
-        return found
+    for key in HOOK_CONTAINERS:
+        hooks = data.get(key)
+        if isinstance(hooks, dict):
+            found += _ours_in(hooks)
+    return found
+
+
+def _ours_in(hooks: Mapping[str, Any]) -> list[OurHook]:
+    found: list[OurHook] = []
     for event, groups in hooks.items():
         if not isinstance(groups, list):
             continue

@@ -75,15 +75,21 @@ HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
         ("PostToolUse", SHELL_TOOL["qwen"]),
     ],
     "opencode": [],  # a plugin, not hooks (OPENCODE_PLUGIN)
-    # Antigravity CLI matches every tool with "" (and needs a matcher in each group).
-    "antigravity": [("PreInvocation", "")],
+    # Antigravity CLI: a flat list of handlers for its non-tool events (below).
+    "antigravity": [("PreInvocation", None)],
 }
 
 # The harnesses whose hooks file is a flat list per event, each entry with the command under
 # "bash" (Copilot CLI: {"version": 1, "hooks": {"<event>": [{"type": "command", "bash": ...,
 # "timeoutSec": ...}]}}).
-FLAT_HOOKS = frozenset(("copilot",))
+FLAT_HOOKS = frozenset(("copilot", "antigravity"))
 COPILOT_HOOKS_VERSION = 1
+# Where the events are: under "hooks", or, in Antigravity CLI's hooks.json, under a hook's
+# name at the top level (``{"<name>": {"PreInvocation": [{"type": "command", ...}]}}``;
+# only ``PreToolUse``/``PostToolUse`` take ``{matcher, hooks}`` groups there).  Installs
+# before this wrote Antigravity's under "hooks": ``remove_hooks`` takes ours out of both.
+HOOKS_KEY = {"antigravity": "tmuxlocd"}
+HOOK_CONTAINERS = ("hooks", *sorted(set(HOOKS_KEY.values())))
 # Agent state (tmuxlocd.core.agents): the same hook command for the events that only report it
 # (the events above report it too, in the same process).
 for _harness, _events in STATE_EVENTS.items():
@@ -155,12 +161,18 @@ def _object(value: object, where: str) -> dict[str, Any]:
 
 def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` without any hook running ``tmuxlocd context``, nor the groups, events and
-    ``hooks`` object that left empty."""
+    ``hooks`` object (or Antigravity CLI's named hook, ``HOOKS_KEY``) that left empty."""
     out = copy.deepcopy(data)
-    hooks = out.get("hooks")
+    for key in HOOK_CONTAINERS:
+        _remove_from(out, key)
+    return out
+
+
+def _remove_from(out: dict[str, Any], key: str) -> None:
+    hooks = out.get(key)
     if hooks is None:
-        return out
-    hooks = _object(hooks, '"hooks"')
+        return
+    hooks = _object(hooks, f'"{key}"')
     for event in list(hooks):
         groups = hooks[event]
         if not isinstance(groups, list):
@@ -183,8 +195,7 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
         else:
             del hooks[event]
     if not hooks:
-        del out["hooks"]
-    return out
+        del out[key]
 
 
 def add_hooks(
@@ -194,13 +205,14 @@ def add_hooks(
     a harness that needs the event in the command (``EVENT_IN_ARGV``), ``command`` is the
     hook without it and each event's command adds ``--event <event>``."""
     out = remove_hooks(data)
-    if harness in FLAT_HOOKS and "version" not in out:
+    if harness == "copilot" and "version" not in out:
         out = {"version": COPILOT_HOOKS_VERSION, **out}
-    hooks = _object(out.setdefault("hooks", {}), '"hooks"')
+    key = HOOKS_KEY.get(harness, "hooks")
+    hooks = _object(out.setdefault(key, {}), f'"{key}"')
     for event, matcher in HOOK_EVENTS[harness]:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
-            raise InstallError(f'"hooks.{event}" is not a list')
+            raise InstallError(f'"{key}.{event}" is not a list')
         this = f"{command} --event {shlex.quote(event)}" if harness in EVENT_IN_ARGV else command
         if harness in FLAT_HOOKS:
             groups.append(hook_entry(harness, this))
@@ -549,7 +561,7 @@ def exe_of(entry: Any) -> list[str]:
 
 def _drop_empty_version(harness: str, data: dict[str, Any]) -> dict[str, Any]:
     """Copilot CLI's hooks file without hooks is no file (what install created)."""
-    if harness in FLAT_HOOKS and set(data) == {"version"}:
+    if harness == "copilot" and set(data) == {"version"}:
         return {}
     return data
 

@@ -156,9 +156,8 @@ STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
         ("AfterAgent", None),
         ("SessionEnd", None),
     ],
-    # Its hooks file wants a matcher in every group ("" matches all); the context hook's
-    # ``PreInvocation`` reports ``working`` already.
-    "antigravity": [("Stop", "")],
+    # The context hook's ``PreInvocation`` reports ``working`` already.
+    "antigravity": [("Stop", None)],
     # Copilot CLI's hooks have no matcher: the context hook's ``postToolUse`` already runs
     # for every tool, so an approved tool is ``working`` again when it is done.
     "copilot": [
