@@ -1,18 +1,23 @@
-"""doctor on an opencode plugin written by an older tmuxlocd: a warning, whose fix is to
-install again (the plugin is rewritten whole)."""
+"""doctor on what earlier versions installed for opencode and Antigravity CLI: an opencode
+plugin written by an older tmuxlocd is a warning, whose fix is to install again (the plugin
+is rewritten whole); Antigravity CLI's hooks.json as ``install`` writes it now (a named hook
+of flat handlers) is healthy, the earlier shape (under "hooks", matcher groups) lacks
+``Stop``."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from tmuxlocd.clients import doctor, install
-from tmuxlocd.clients.doctor import OK, WARNING, PathFacts
+from tmuxlocd.clients.doctor import OK, PROBLEM, WARNING, PathFacts
 
 HOOK = ["/opt/tools/venv/bin/python3", "-S", "/opt/tools/venv/lib/tmuxlocd/clients/context.py"]
 HOME = Path("/home/u")
 CWD = Path("/home/u/project")
 PLUGIN = HOME / ".config" / "opencode" / "plugins" / "tmuxlocd.js"
+AGY_HOOKS = HOME / ".gemini" / "config" / "hooks.json"
 ALL_THERE = PathFacts(executables=frozenset({HOOK[0]}), files=frozenset({HOOK[0], HOOK[2]}))
 
 # What an earlier version wrote: the plugin hooks of the context only, no ``event`` hook.
@@ -25,12 +30,12 @@ export const TmuxLocation = async () => ({{}})
 """
 
 
-def diagnose(text: str) -> list[doctor.Finding]:
-    where = doctor.sources("opencode", False, HOME, CWD, {})
+def diagnose(text: str, harness: str = "opencode", path: Path = PLUGIN) -> list[doctor.Finding]:
+    where = doctor.sources(harness, False, HOME, CWD, {})
     texts: dict[Path, str | None] = dict.fromkeys(where.values())
-    texts[PLUGIN] = text
+    texts[path] = text
     return doctor.diagnose(
-        "opencode",
+        harness,
         project=False,
         where=where,
         texts=texts,
@@ -58,3 +63,23 @@ def test_an_edited_plugin_is_a_warning_too() -> None:
     edited = install.plugin_text(HOOK).replace("const TIMEOUT_MS = 10000", "const TIMEOUT_MS = 1")
     found = diagnose(edited)
     assert found[0].status == WARNING
+
+
+def test_antigravity_hooks_install_writes_now_are_healthy() -> None:
+    command = shlex.join([*HOOK, "antigravity"])
+    written = install.add_hooks({}, "antigravity", command)
+    found = {f.check: f for f in diagnose(json.dumps(written), "antigravity", AGY_HOOKS)}
+    assert found["hooks"].status == OK, found["hooks"]
+    assert "PreInvocation, Stop" in found["hooks"].found
+
+
+def test_antigravity_hooks_of_the_earlier_shape_miss_stop() -> None:
+    command = shlex.join([*HOOK, "antigravity", "--event", "PreInvocation"])
+    earlier = {
+        "hooks": {
+            "PreInvocation": [{"matcher": "", "hooks": [{"type": "command", "command": command}]}]
+        }
+    }
+    found = {f.check: f for f in diagnose(json.dumps(earlier), "antigravity", AGY_HOOKS)}
+    assert found["hooks"].status == PROBLEM, found["hooks"]
+    assert "missing" in found["hooks"].found
