@@ -106,6 +106,21 @@ class HarnessRig:
         found: list[dict[str, Any]] = json.loads(resp.body)["agents"]
         return found
 
+    def state_within(self, want: str, timeout: float = 10.0) -> tuple[str, float]:
+        """Poll until the daemon keeps one agent and it is ``want``, or ``timeout`` passed:
+        the state last seen (``"<n> agents"`` when not one) and the seconds it took.  For a
+        stub's answer, which must not raise (a failed assertion there would only turn the
+        model's answer into an error): the test asserts on what it returns."""
+        start = time.monotonic()
+        state = ""
+        while time.monotonic() - start < timeout:
+            found = self.agents()
+            state = found[0]["state"] if len(found) == 1 else f"{len(found)} agents"
+            if state == want:
+                break
+            time.sleep(0.01)  # the next poll of the condition, not a wait for it
+        return state, time.monotonic() - start
+
     def kill_agent_process(self, pid: int) -> tuple[float, float]:
         """``kill -9`` an agent's harness process, then poll as fast as one request allows:
         the seconds until the kernel tells its end on a pidfd (as it tells the daemon) and

@@ -24,7 +24,6 @@ import shlex
 import signal
 import statistics
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -654,22 +653,11 @@ def test_tui_in_process_asks_to_escalate_waiting_then_working_idle_gone(
     prompt = "write the file outside the sandbox"
     seen: dict[str, tuple[str, float]] = {}
 
-    def state_within(want: str) -> tuple[str, float]:
-        start = time.monotonic()
-        state = ""
-        while time.monotonic() - start < 10:
-            found = hrig.agents()
-            state = found[0]["state"] if len(found) == 1 else f"{len(found)} agents"
-            if state == want:
-                break
-            time.sleep(0.01)
-        return state, time.monotonic() - start
-
     def escalate(request: Recorded) -> Turn:
         if tool_results(request.body):
-            seen.setdefault("after the tool", state_within("working"))
+            seen.setdefault("after the tool", hrig.state_within("working"))
             return Text("done")
-        seen.setdefault("asking the model", state_within("working"))
+        seen.setdefault("asking the model", hrig.state_within("working"))
         return ToolCall(
             SHELL_TOOL,
             {

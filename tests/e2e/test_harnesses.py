@@ -10,7 +10,6 @@ import re
 import shlex
 import shutil
 import statistics
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -278,21 +277,6 @@ def one_agent(world: World) -> dict[str, Any] | None:
     return found[0] if len(found) == 1 else None
 
 
-def state_within(world: World, want: str, timeout: float) -> tuple[str, float]:
-    """Poll the daemon until its one agent is ``want`` or ``timeout`` passed: the state last
-    seen and the seconds it took (from inside the stub, where a failed assertion would only
-    turn the model's answer into an error)."""
-    start = time.monotonic()
-    state = ""
-    while time.monotonic() - start < timeout:
-        agent = one_agent(world)
-        state = agent["state"] if agent else "none"
-        if state == want:
-            break
-        time.sleep(0.01)
-    return state, time.monotonic() - start
-
-
 def test_permission_states(world: World) -> None:
     """SPEC §13 with the real TUI in its default permission mode: ``working`` while the model
     is asked, ``waiting`` with the tool while it asks to write a file, ``working`` again
@@ -308,9 +292,9 @@ def test_permission_states(world: World) -> None:
         if driver.write_tool not in driver.tool_names(request.body):
             return Text("aside")  # a side request, not the chat's
         if driver.tool_results(request.body):
-            seen.setdefault("after the tool", state_within(world, "working", 10))
+            seen.setdefault("after the tool", world.hrig.state_within("working"))
             return Text("the file is written")
-        seen.setdefault("asking the model", state_within(world, "working", 10))
+        seen.setdefault("asking the model", world.hrig.state_within("working"))
         return driver.write_call(str(target), "approved\n")
 
     world.script(decide)

@@ -340,3 +340,15 @@ def test_importing_it_under_python_dash_s_imports_nothing_else() -> None:
         [sys.executable, "-S", "-c", code], cwd=root, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "['__future__', 'tmuxlocd', 'tmuxlocd.core', 'tmuxlocd.core.agents']"
+
+
+def test_every_harness_install_knows_reports_and_is_a_name_the_api_takes() -> None:
+    """The report's ``harness`` parameter (``agent_view.Harness``, a Literal written out) and
+    the agents' table name the harnesses ``install`` knows, no more, no fewer."""
+    from typing import get_args
+
+    from tmuxlocd.core.agent_view import Harness
+    from tmuxlocd.core.harness import HARNESSES as INSTALLABLE
+
+    assert get_args(Harness) == INSTALLABLE
+    assert set(agents.HARNESSES) == set(INSTALLABLE)

@@ -1,9 +1,9 @@
 """Agent state from each harness's own hook events: the pure part (SPEC §13).
 
-A harness (Claude Code, Codex, Gemini CLI, Copilot CLI, Qwen Code, Antigravity CLI) runs
-``tmuxlocd context <harness>`` for its hook events; the hook tells the daemon what each event
-means for the session's agent, and the daemon keeps, per session, where the agent is and what
-it is doing:
+A harness (Claude Code, Codex, Gemini CLI, Copilot CLI, Qwen Code, Antigravity CLI; opencode
+through the plugin ``install`` writes) runs ``tmuxlocd context <harness>`` for its hook
+events; the hook tells the daemon what each event means for the session's agent, and the
+daemon keeps, per session, where the agent is and what it is doing:
 
 - ``working``: a prompt is being answered (a prompt was submitted, a tool ran);
 - ``waiting``: it asked the user (a permission, a question), with a short ``reason``;
@@ -179,11 +179,11 @@ STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
 
 # Each harness's Notification ``notification_type`` values, for those whose notifications
 # have Claude Code's shape (its hooks reference): the state and the reason each one means.
-# "permission" becomes ``permission: <tool>`` when the payload names the tool.  Gemini CLI's
+# ``PERMISSION`` becomes ``permission: <tool>`` when the payload names the tool.  Gemini CLI's
 # one kind (``ToolPermission``) is read in ``report_of``.
 _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
     "claude": {
-        "permission_prompt": (WAITING, "permission"),
+        "permission_prompt": (WAITING, PERMISSION),
         "elicitation_dialog": (WAITING, "question"),
         # A background agent of the session is blocked on the user (2.1.332's agents view).
         "agent_needs_input": (WAITING, "question"),
@@ -193,7 +193,7 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
     # action: "Run command: <command>", no tool), ``elicitation_dialog`` ("Information
     # requested": its ``ask_user`` tool's dialog).
     "copilot": {
-        "permission_prompt": (WAITING, "permission"),
+        "permission_prompt": (WAITING, PERMISSION),
         "elicitation_dialog": (WAITING, "question"),
     },
     # Qwen Code 0.24.4: ``permission_prompt`` with the tool only in ``message`` ("Qwen Code
@@ -201,7 +201,7 @@ _NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
     # again (at once, not after a delay: also after a denied permission, which runs no
     # ``Stop``).  Its ``elicitation_dialog`` is declared but never sent.
     "qwen": {
-        "permission_prompt": (WAITING, "permission"),
+        "permission_prompt": (WAITING, PERMISSION),
         "idle_prompt": (IDLE, ""),
     },
     "opencode": {"elicitation_dialog": (WAITING, "question")},  # its question tool
@@ -286,7 +286,7 @@ def _permission(harness: str, value: Mapping[str, object]) -> str:
     tool = _tool(value)
     if tool in _QUESTION_TOOLS.get(harness, ()):
         return "question"
-    return short(f"permission: {tool}" if tool else "permission")
+    return short(f"{PERMISSION}: {tool}" if tool else PERMISSION)
 
 
 def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Report | None:
@@ -317,7 +317,7 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
             if found is None:
                 return None
             state, reason = found
-            if state == WAITING and reason == "permission":
+            if (state, reason) == (WAITING, PERMISSION):
                 reason = _permission(harness, value)
         elif kind == "ToolPermission":  # Gemini CLI's one notification type
             # Its ``details`` are the confirmation's: ``type`` exec, edit, mcp, info, or
