@@ -101,15 +101,17 @@ def make_state(
 
 
 def spec_state(
-    socket_path: str, *, tty3: str = "/dev/pts/5", layout: str = LAYOUT_2
+    socket_path: str, *, tty3: str = "/dev/pts/5", layout: str = LAYOUT_2, pid3: int = 1234
 ) -> ServerState:
-    """The SPEC example: session $1 "work", window @2 index 1 "editor", panes %3 | %4."""
+    """The SPEC example: session $1 "work", window @2 index 1 "editor", panes %3 | %4.
+    ``pid3`` is %3's process: a caller on ``tty3`` is in %3 only if it is in that process's
+    session or below it (spec §2)."""
     return make_state(
         socket_path,
         sessions={"$1": "work"},
         links=[("$1", "@2", 1, True)],
         windows=[
-            Win("@2", layout, ttys={"%3": tty3}, pids={"%3": 1234}, geometry_of=LAYOUT_2),
+            Win("@2", layout, ttys={"%3": tty3}, pids={"%3": pid3}, geometry_of=LAYOUT_2),
         ],
     )
 

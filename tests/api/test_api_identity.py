@@ -27,6 +27,10 @@ from tmuxlocd.host.sockets import resolve_server
 A = resolve_server("tla-alpha")
 SETSID = shutil.which("setsid")
 SETPRIV = shutil.which("setpriv")
+# The hand-fed panes' process: this test process, an ancestor of every client it starts, as
+# a pane's process is of whatever runs in the pane (spec §2: the session leader, or failing
+# that an ancestor, proves the tty's pane).
+LEADER = os.getpid()
 
 pytestmark = pytest.mark.skipif(
     SETSID is None or shutil.which("curl") is None, reason="needs setsid and curl"
@@ -75,7 +79,7 @@ def in_pty(argv: list[str]) -> list[str]:
 
 async def test_a_caller_in_a_pane_is_verified_by_its_tty(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
-        hub.update(spec_state(A, tty3=path))
+        hub.update(spec_state(A, pid3=LEADER, tty3=path))
         status, body = await run(in_pty(curl(api.path, "/v1/self")), stdin=slave)
         answer = json.loads(body)
         assert status == 200
@@ -101,7 +105,7 @@ async def test_a_caller_in_a_pane_is_verified_by_its_tty(api: Api, hub: Hub) -> 
 
 async def test_text_form_from_a_real_caller(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
-        hub.update(spec_state(A, tty3=path, layout=SPEC_LAYOUT))
+        hub.update(spec_state(A, pid3=LEADER, tty3=path, layout=SPEC_LAYOUT))
         status, body = await run(in_pty(curl(api.path, "/v1/self?format=text")), stdin=slave)
     assert status == 200
     assert body == (
@@ -113,7 +117,7 @@ async def test_text_form_from_a_real_caller(api: Api, hub: Hub) -> None:
 
 async def test_tmux_pane_is_only_a_hint(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
-        hub.update(spec_state(A, tty3=path))
+        hub.update(spec_state(A, pid3=LEADER, tty3=path))
         status, body = await run(
             in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%4")
         )
@@ -127,7 +131,7 @@ async def test_a_tty_that_is_no_pane(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
         # No pane has the caller's tty: the default pane tty (/dev/pts/5) may be the very pty
         # just opened, so the pane gets a path no terminal has.
-        hub.update(spec_state(A, tty3=path + "-elsewhere"))
+        hub.update(spec_state(A, pid3=LEADER, tty3=path + "-elsewhere"))
         status, body = await run(
             in_pty(curl(api.path, "/v1/self")), stdin=slave, env=clean_env(TMUX_PANE="%3")
         )
@@ -143,7 +147,7 @@ async def test_a_terminal_inside_a_pane_names_the_pane_above(api: Api, hub: Hub)
     # As under `script` in a pane: a shell on a second pty, whose parent is on the pane's.
     assert SETSID is not None
     with pty() as (pane_slave, pane_path), pty() as (_, inner_path):
-        hub.update(spec_state(A, tty3=pane_path))
+        hub.update(spec_state(A, pid3=LEADER, tty3=pane_path))
         inner = f"{shlex.join(curl(api.path, '/v1/self'))}; true"
         outer = f"{SETSID} -c sh -c {shlex.quote(inner)} <{inner_path}; true"
         status, body = await run(in_pty(["sh", "-c", outer]), stdin=pane_slave)
@@ -171,7 +175,7 @@ def no_tty_child_of_pty_shell(argv: list[str]) -> list[str]:
 
 async def test_no_controlling_tty_gives_the_ancestor_pane(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
-        hub.update(spec_state(A, tty3=path))
+        hub.update(spec_state(A, pid3=LEADER, tty3=path))
         status, body = await run(
             no_tty_child_of_pty_shell(curl(api.path, "/v1/self")),
             stdin=slave,
@@ -213,7 +217,7 @@ SHARED_SERVER = [
 
 async def test_below_a_server_of_several_sessions_nobody_is_placed(api: Api, hub: Hub) -> None:
     with pty() as (slave, path):
-        hub.update(spec_state(A, tty3=path))
+        hub.update(spec_state(A, pid3=LEADER, tty3=path))
         for target in ("/v1/self", "/v1/self?accept=ancestor"):
             status, body = await run(
                 no_tty_child_of_pty_shell([*SHARED_SERVER, *curl(api.path, target)]),
@@ -243,7 +247,7 @@ async def test_no_controlling_tty_comes_before_no_server(api: Api, hub: Hub) -> 
 async def test_pane_self_stream_follows_the_callers_pane(api: Api, hub: Hub) -> None:
     assert SETSID is not None
     with pty() as (slave, path):
-        hub.update(spec_state(A, tty3=path))
+        hub.update(spec_state(A, pid3=LEADER, tty3=path))
         argv = in_pty(
             [
                 "curl",
@@ -268,7 +272,7 @@ async def test_pane_self_stream_follows_the_callers_pane(api: Api, hub: Hub) -> 
             assert [p["pane"]["id"] for p in snap["panes"]] == ["%3"]
             # Another pane of another server changes: nothing.  Then ours: one event.
             hub.update(spec_state(resolve_server("tla-other")))
-            hub.update(spec_state(A, tty3=path, layout=SPEC_LAYOUT))
+            hub.update(spec_state(A, pid3=LEADER, tty3=path, layout=SPEC_LAYOUT))
             ev = await line()
             assert (ev["type"], ev["location"]["pane"]["id"]) == ("pane.changed", "%3")
             # The same panes in the same places: only the layout string (its checksum) differs.
@@ -325,7 +329,7 @@ async def test_an_unchanged_callers_answer_is_kept_and_never_stale(
 
     monkeypatch.setattr(views, "prepare_json", counted)
     with pty() as (slave, path):
-        hub.update(spec_state(A, tty3=path))
+        hub.update(spec_state(A, pid3=LEADER, tty3=path))
         read_end, write_end = os.pipe()
         proc = await asyncio.create_subprocess_exec(
             SETSID,
@@ -357,7 +361,7 @@ async def test_an_unchanged_callers_answer_is_kept_and_never_stale(
             assert await ask() == first  # kept: the same answer, not made again
             assert await ask() == first
             assert len(made) == 1
-            hub.update(spec_state(A, tty3=path, layout=SPEC_LAYOUT))
+            hub.update(spec_state(A, pid3=LEADER, tty3=path, layout=SPEC_LAYOUT))
             changed = await ask()
             assert changed[2]["location"]["window"]["layout"] == SPEC_LAYOUT
             assert len(made) == 2
@@ -371,7 +375,7 @@ async def test_an_unchanged_callers_answer_is_kept_and_never_stale(
             text = await asyncio.wait_for(proc.stdout.readline(), 20)
             assert text.startswith(b"200 ") and b"tmux location:" in text
             # The pane goes away: no kept answer says it is still there.
-            hub.update(spec_state(A, tty3="/dev/pts/999999"))
+            hub.update(spec_state(A, pid3=LEADER, tty3="/dev/pts/999999"))
             gone = await ask()
             assert gone[2]["inside_tmux"] is False and gone[2]["location"] is None
         finally:
@@ -436,3 +440,52 @@ async def test_a_kept_stat_file_of_a_process_gone_reads_nothing(tmp_path: Any) -
         assert facts.read().stat is None
     finally:
         facts.close()
+
+
+# A stand-in for an ssh connection master: a process named ``ssh`` (its comm, from the name
+# it was started by) that listens on a Unix socket, as a master does on its ControlPath, and
+# asks the daemon as ``ssh -R`` forwards a remote client's connection.
+FAKE_SSH = """
+import socket, sys, urllib.parse
+listen, daemon = sys.argv[1], sys.argv[2]
+if listen:
+    control = socket.socket(socket.AF_UNIX)
+    control.bind(listen)
+    control.listen(1)
+s = socket.socket(socket.AF_UNIX)
+s.connect(daemon)
+s.sendall(b"GET /v1/self HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n")
+data = b""
+while chunk := s.recv(65536):
+    data += chunk
+head, _, body = data.partition(b"\\r\\n\\r\\n")
+sys.stdout.write(body.decode() + "\\n" + head.split()[1].decode())
+"""
+
+
+@pytest.mark.parametrize("master", [True, False], ids=["master", "plain"])
+async def test_an_ssh_connection_master_is_in_no_pane(
+    api: Api, hub: Hub, master: bool, tmp_path: Any
+) -> None:
+    ssh = tmp_path / "ssh"
+    ssh.symlink_to(sys.executable)
+    control = str(tmp_path / "cm-sock") if master else ""
+    with pty() as (slave, path):
+        hub.update(spec_state(A, pid3=LEADER, tty3=path))
+        argv = in_pty([str(ssh), "-c", FAKE_SSH, control, api.path])
+        status, body = await run(argv, stdin=slave, env=clean_env(TMUX_PANE="%3"))
+    answer = json.loads(body)
+    assert status == 200
+    if not master:  # an ssh that shares no connection speaks for its own pane
+        assert answer["verified_by"] == "tty" and answer["location"]["pane"]["id"] == "%3"
+        assert answer["hint"] is None
+        return
+    assert (answer["inside_tmux"], answer["verified_by"], answer["location"]) == (
+        False,
+        None,
+        None,
+    )
+    assert answer["reason"] == "shared_ssh_master"
+    assert control in answer["hint"] and "-o ControlMaster=no" in answer["hint"]
+    assert answer["caller"]["tty"] == path
+    assert answer["caller"]["env_pane"] is None and answer["caller"]["ancestor_pane"] is None

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tmuxlocd.core import harness
+from tmuxlocd.core.caller import SHARED_ANCESTOR
 from tmuxlocd.core.harness import (
     ABSENT,
     ORIGIN_START,
@@ -40,7 +41,6 @@ from tmuxlocd.core.harness import (
     state_name,
 )
 from tmuxlocd.core.procstat import ProcStat
-from tmuxlocd.core.queries import SHARED_ANCESTOR
 from tmuxlocd.host import paths
 
 REPO = str(Path(__file__).resolve().parents[2])

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tmuxlocd.core.caller import (
+    SHARED_ANCESTOR,
     ancestors,
     environ_pane,
     nearest_tty_ancestor,
@@ -19,7 +20,6 @@ from tmuxlocd.core.caller import (
     serves_sessions,
 )
 from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
-from tmuxlocd.core.queries import SHARED_ANCESTOR
 from tmuxlocd.host.identity import (
     PeerFacts,
     peer_credentials,
@@ -243,18 +243,20 @@ def test_peer_credentials_of_something_else() -> None:
         max_size=16,
     ),
     ppid=st.integers(0, 2**22),
+    session=st.integers(0, 2**22),
     tty_nr=st.integers(0, 2**31 - 1),
     starttime=st.integers(0, 2**40),
 )
 def test_a_reread_stat_line_gives_what_a_full_parse_gives(
-    comm: str, ppid: int, tty_nr: int, starttime: int
+    comm: str, ppid: int, session: int, tty_nr: int, starttime: int
 ) -> None:
     # PeerFacts parses a kept process's later stat lines only up to tty_nr.
-    def line(ppid: int, tty_nr: int) -> bytes:
-        fields = [str(ppid), "9", "9", str(tty_nr)] + ["0"] * 14 + [str(starttime), "1", "2"]
+    def line(ppid: int, session: int, tty_nr: int) -> bytes:
+        fields = [str(ppid), "9", str(session), str(tty_nr)] + ["0"] * 14
+        fields += [str(starttime), "1", "2"]
         return f"4321 ({comm}) S {' '.join(fields)}\n".encode()
 
-    first = parse_stat(line(ppid, tty_nr))
+    first = parse_stat(line(ppid, session, tty_nr))
     assert first == ProcStat(
         pid=4321,
         ppid=ppid,
@@ -264,9 +266,11 @@ def test_a_reread_stat_line_gives_what_a_full_parse_gives(
         state="S",
         pgrp=9,
         tpgid=0,
+        session=session,
     )
-    assert reread_stat(line(ppid, tty_nr), first) == first
-    assert reread_stat(line(1, 0), first) == first._replace(ppid=1, tty_nr=0)
+    assert reread_stat(line(ppid, session, tty_nr), first) == first
+    # After setsid: a new session, no tty; after its parent ended: ppid 1.
+    assert reread_stat(line(1, 4321, 0), first) == first._replace(ppid=1, tty_nr=0, session=4321)
 
 
 def test_peer_facts_keep_the_file_of_the_process_first_read_only() -> None:

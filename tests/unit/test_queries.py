@@ -5,16 +5,20 @@ tmux (tests/data/mirror)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 
+import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tmuxlocd.core.answers import DirectionNeighbors, PaneNeighbors
+from tmuxlocd.core.caller import NO_UP, SHARED_ANCESTOR, Up
 from tmuxlocd.core.mirror import Dirty, ServerMirror, run_reread
 from tmuxlocd.core.model import ServerState
 from tmuxlocd.core.protocol import Reply
 from tmuxlocd.core.queries import (
-    SHARED_ANCESTOR,
     CallerFacts,
     QueryError,
     Selection,
@@ -27,6 +31,7 @@ from tmuxlocd.core.queries import (
     select,
     tree,
 )
+from tmuxlocd.core.shared import Shared
 from tmuxlocd.daemon.api.context import Rereads
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "mirror"
@@ -65,22 +70,49 @@ class Rig:
         by_path = {tty.split(":", 1)[1]: dev for tty, dev in self.devices.items()}
         self.view = StaticView(states, by_path.get)
         self.walked = 0
+        self.lineaged = 0
 
     def dev(self, pane: str, server: str = "/tmp/tmux-0/a") -> int:
         loc = self.view.locations_of(server)[pane]
         return self.devices[f"{server}:{loc.pane.tty}"]
 
-    def facts(self, tty_nr: int, ancestor: int = 0, env_pane: str | None = None) -> CallerFacts:
-        def walk() -> int:
+    def session_of(self, dev: int) -> int:
+        """The session id of a process started in the live pane on device ``dev`` (tmux's
+        child calls setsid(): its pid), else 0."""
+        for loc in self.view.panes_by_rdev(dev) if dev > 0 else ():
+            if not loc.pane.dead:
+                return loc.pane.pid
+        return 0
+
+    def facts(
+        self,
+        tty_nr: int,
+        ancestor: int = 0,
+        env_pane: str | None = None,
+        *,
+        session: int | None = None,
+        lineage: Collection[int] = (),
+        shared: Shared | None = None,
+    ) -> CallerFacts:
+        def walk() -> Up:
             self.walked += 1
-            return ancestor
+            if ancestor > 0:
+                return Up(ancestor, self.session_of(ancestor), 4000)
+            return Up(ancestor) if ancestor else NO_UP
+
+        def up() -> Collection[int]:
+            self.lineaged += 1
+            return lineage
 
         return CallerFacts(
             pid=4242,
             tty_nr=tty_nr,
             env_pane=env_pane,
-            ancestor_tty_nr=walk,
+            ancestor=walk,
             tty_path=lambda: "/dev/pts/77",
+            session=self.session_of(tty_nr) if session is None else session,
+            lineage=up,
+            shared=shared,
         )
 
 
@@ -98,7 +130,7 @@ def test_a_caller_on_a_pane_tty_is_in_that_pane_and_is_not_walked_up() -> None:
     assert answer.caller.tty == answer.location.pane.tty
     assert answer.caller.env_pane == "%3"  # reported, never believed
     assert answer.caller.ancestor_pane == "%1"
-    assert rig.walked == 0
+    assert rig.walked == 0 and rig.lineaged == 0  # proven by its session: nothing else read
 
 
 @pytest.mark.parametrize(
@@ -141,6 +173,161 @@ def test_identity_cases(
         assert answer.location is not None and answer.location.pane.id == ancestor_pane
     else:
         assert answer.location is None
+
+
+def altered(state: ServerState, **panes: dict[str, object]) -> ServerState:
+    """``state`` with some of its panes' fields changed (``P1={"dead": True}`` for %1)."""
+    changed = dict(state.panes)
+    for key, fields in panes.items():
+        pane_id = "%" + key[1:]
+        changed[pane_id] = msgspec.structs.replace(changed[pane_id], **fields)
+    return msgspec.structs.replace(state, panes=changed, by_window=None)
+
+
+# The case that was answered wrongly: remain-on-exit keeps the dead %1 naming its pty,
+# which the kernel gave to the next pane, %3 (here: %3 is made to name %1's tty).
+def reused(*, dead: bool = True) -> tuple[Rig, int]:
+    base = captured()
+    state = altered(base, P1={"dead": dead}, P3={"tty": base.panes["%1"].tty, "pid": 31000})
+    rig = Rig(state)
+    return rig, rig.dev("%1")
+
+
+def test_a_reused_tty_names_the_live_pane_whose_process_leads_the_callers_session() -> None:
+    rig, dev = reused()
+    assert {loc.pane.id for loc in rig.view.panes_by_rdev(dev)} == {"%1", "%3"}
+    answer = decide_self(rig.view, rig.facts(dev, session=31000))
+    assert answer.verified_by == "tty"
+    assert answer.location is not None and answer.location.pane.id == "%3"
+    assert answer.caller.ancestor_pane == "%3"
+
+
+def test_a_dead_panes_tty_on_a_process_in_no_pane_is_no_pane() -> None:
+    # Under script, or a pty.fork() child outside tmux: the pty number a dead pane still
+    # names, a session that is no live pane's, and no ancestor in a pane.
+    rig, dev = reused()
+    answer = decide_self(rig.view, rig.facts(dev, session=55555))
+    assert (answer.inside_tmux, answer.verified_by, answer.location) == (False, None, None)
+    assert answer.reason == "tty_reused"
+    assert answer.hint is not None and "%1 (dead)" in answer.hint
+    assert answer.caller.ancestor_pane is None
+    assert may_be_stale(rig.view, answer)  # a pane the model has not seen yet may own it
+    # ... with accept=ancestor too: nothing above it is in a pane.
+    assert (
+        decide_self(rig.view, rig.facts(dev, session=55555), accept_ancestor=True).location is None
+    )
+
+
+def test_a_dead_panes_tty_under_script_in_a_live_pane_names_the_pane_above() -> None:
+    # script's pty reuses the dead pane's number; script itself runs in %2.
+    rig, dev = reused()
+    answer = decide_self(rig.view, rig.facts(dev, rig.dev("%2"), session=55555))
+    assert answer.reason == "tty_reused" and answer.caller.ancestor_pane == "%2"
+    accepted = decide_self(
+        rig.view, rig.facts(dev, rig.dev("%2"), session=55555), accept_ancestor=True
+    )
+    assert accepted.verified_by == "ancestor"
+    assert accepted.location is not None and accepted.location.pane.id == "%2"
+
+
+def test_a_live_pane_is_proven_by_an_ancestor_when_the_session_is_another() -> None:
+    rig = Rig(captured())
+    dev, pid = rig.dev("%1"), rig.session_of(rig.dev("%1"))
+    # A process of %1 that left its session (setsid) and took the pty back as its own.
+    answer = decide_self(rig.view, rig.facts(dev, session=777, lineage=(776, pid, 1)))
+    assert answer.verified_by == "tty" and answer.location is not None
+    assert answer.location.pane.id == "%1"
+    stranger = decide_self(rig.view, rig.facts(dev, session=777, lineage=(776, 1)))
+    assert (stranger.location, stranger.reason) == (None, "tty_reused")
+    assert stranger.hint is not None and f"process {pid}" in stranger.hint
+
+
+def test_a_dead_pane_alone_never_proves_its_tty() -> None:
+    base = captured()
+    rig = Rig(altered(base, P1={"dead": True}))
+    dev, pid = rig.dev("%1"), base.panes["%1"].pid
+    # Even the dead pane's own number as the session (a pid reused since) proves nothing.
+    answer = decide_self(rig.view, rig.facts(dev, session=pid, lineage=(pid,)))
+    assert (answer.location, answer.reason) == (None, "tty_reused")
+
+
+def test_an_ssh_connection_master_is_told_nothing_with_the_fix() -> None:
+    rig = Rig(captured())
+    master = Shared("ssh_master", 4242, ("/tmp/cm-abc",))
+    answer = decide_self(rig.view, rig.facts(rig.dev("%1"), env_pane="%1", shared=master))
+    assert (answer.inside_tmux, answer.location, answer.reason) == (
+        False,
+        None,
+        "shared_ssh_master",
+    )
+    assert answer.hint is not None and "-o ControlMaster=no" in answer.hint
+    assert "/tmp/cm-abc" in answer.hint
+    assert answer.caller.ancestor_pane is None and answer.caller.env_pane is None
+    assert decide_self(rig.view, rig.facts(0, shared=master), accept_ancestor=True).location is None
+
+
+_PIDS = [101, 102, 103, 104]
+
+
+@given(
+    ttys=st.lists(st.sampled_from(["a", "b", "c"]), min_size=4, max_size=4),
+    pids=st.permutations(_PIDS),
+    dead=st.lists(st.booleans(), min_size=4, max_size=4),
+    caller_tty=st.sampled_from(["a", "b", "c", "d"]),
+    session=st.sampled_from([*_PIDS, 999]),
+    lineage=st.sets(st.sampled_from([*_PIDS, 998])),
+    accept=st.booleans(),
+)
+def test_no_answer_names_a_pane_that_is_not_proven(
+    ttys: list[str],
+    pids: list[int],
+    dead: list[bool],
+    caller_tty: str,
+    session: int,
+    lineage: set[int],
+    accept: bool,
+) -> None:
+    """Whatever the panes' ttys (shared, reused), deaths and processes: a pane named with
+    ``verified_by: tty`` is live, on the caller's tty, and its process leads the caller's
+    session or is an ancestor; and a caller whose session leads a live pane on its tty is
+    told that pane."""
+    base = captured()
+    ids = sorted(base.panes, key=lambda i: int(i[1:]))
+    state = altered(
+        base,
+        **{
+            "P" + i[1:]: {"tty": f"/dev/pts/{t}", "pid": p, "dead": d}
+            for i, t, p, d in zip(ids, ttys, pids, dead, strict=True)
+        },
+    )
+    dev = {f"/dev/pts/{name}": 34816 + n for n, name in enumerate("abcd")}
+    view = StaticView([state], dev.get)
+    facts = CallerFacts(
+        pid=4242,
+        tty_nr=dev[f"/dev/pts/{caller_tty}"],
+        env_pane=None,
+        ancestor=lambda: NO_UP,
+        tty_path=lambda: f"/dev/pts/{caller_tty}",
+        session=session,
+        lineage=lambda: lineage,
+    )
+    answer = decide_self(view, facts, accept_ancestor=accept)
+    live_on_tty = [
+        state.panes[i] for i, t, d in zip(ids, ttys, dead, strict=True) if t == caller_tty and not d
+    ]
+    leader = [p for p in live_on_tty if p.pid == session]
+    if answer.verified_by == "tty":
+        assert answer.location is not None
+        pane = state.panes[answer.location.pane.id]
+        assert not pane.dead and pane.tty == f"/dev/pts/{caller_tty}"
+        assert pane.pid == session or pane.pid in lineage
+    else:
+        assert not leader
+        assert answer.location is None  # no ancestor here: nothing to accept either
+        on_tty = any(t == caller_tty for t in ttys)
+        assert answer.reason == ("tty_reused" if on_tty else "tty_not_a_pane")
+    if leader:
+        assert answer.location is not None and answer.location.pane.id == leader[0].id
 
 
 @pytest.mark.parametrize(

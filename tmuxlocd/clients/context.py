@@ -335,7 +335,7 @@ def _writers(path: str, pids: Sequence[int]) -> list[harness.Holder]:
                 stat = identity.read_stat(pid)
                 if stat is not None:
                     shared = identity.shared_server(stat.pid)
-                    out.append(harness.Holder(stat.pid, stat.tty_nr, shared))
+                    out.append(harness.Holder(stat.pid, stat.tty_nr, shared, stat.session))
                 break
     return out
 
@@ -345,8 +345,9 @@ def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harn
     from tmux (no ETag); nothing, and why in the debug log, when it cannot be told."""
     _with_site()
     from tmuxlocd.clients import direct
-    from tmuxlocd.core.caller import nearest_tty_ancestor
-    from tmuxlocd.core.location import text_form
+    from tmuxlocd.core.caller import ancestors, nearest_tty_ancestor
+    from tmuxlocd.core.location import Location, text_form
+    from tmuxlocd.core.queries import owners
     from tmuxlocd.host import identity
 
     # Only a hook with no tty whose ancestors reach no tty, or a server of several sessions
@@ -368,9 +369,23 @@ def read_by_transcript(event: harness.HookEvent, env: Mapping[str, str]) -> harn
     if not tty_nr:
         debug(env, event, "no pane from the hook's tty or ancestors; " + why)
         return harness.ABSENT
-    here = direct.read_view(env, until_tty=tty_nr).panes_by_rdev(tty_nr)
-    if len(here) != 1:
-        debug(env, event, f"the transcript's writer is on a tty in {len(here)} panes")
+    writers = [h for h in holders if h.tty_nr == tty_nr]
+    view = direct.read_view(env, until_tty=tty_nr, until_session=writers[0].session)
+    on_tty = view.panes_by_rdev(tty_nr)
+
+    # The writers' tty proves their pane only as it proves a caller's (spec §2): a live pane
+    # whose process is each writer's session leader or ancestor.
+    def proven(h: harness.Holder) -> list[Location]:
+        return owners(on_tty, h.session, lambda: ancestors(h.pid, identity.read_stat))
+
+    per_writer = [proven(h) for h in writers]
+    here = list({loc.pane.id: loc for found in per_writer for loc in found}.values())
+    if len(here) != 1 or not all(per_writer):
+        debug(
+            env,
+            event,
+            f"the transcript's writer is on a tty in {len(on_tty)} panes, proven in {len(here)}",
+        )
         return harness.ABSENT
     block = text_form(here[0], with_neighbors=True) + harness.VERIFIED_TRANSCRIPT
     return harness.Reading("location", block, "")

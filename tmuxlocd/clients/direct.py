@@ -90,9 +90,12 @@ def read_view(
     tmux: str | None = None,
     sockets: Iterable[str] | None = None,
     until_tty: int = 0,
+    until_session: int = 0,
 ) -> StaticView:
     """The candidate servers, each read once.  With ``until_tty``, the search stops at the
-    first server that has a pane on that tty: the others are left alone."""
+    first server that has a live pane on that tty whose process is ``until_session`` (the
+    caller's session: ``queries.owners``), and the others are left alone; a dead pane's tty
+    (which the kernel may have given to another) or another session's ends no search."""
     env = os.environ if env is None else env
     tmux = tmux or shutil.which("tmux") or "tmux"
     paths = list(sockets) if sockets is not None else candidate_sockets(env, os.getuid())
@@ -102,7 +105,10 @@ def read_view(
         if state is None:
             continue
         states.append(state)
-        if until_tty and StaticView([state], rdev).panes_by_rdev(until_tty):
+        if until_tty and any(
+            not loc.pane.dead and loc.pane.pid == until_session
+            for loc in StaticView([state], rdev).panes_by_rdev(until_tty)
+        ):
             break
     return StaticView(states, rdev)
 
@@ -132,8 +138,10 @@ def where_and_view(
     # This process's own environment: the TMUX_PANE it runs with, as /proc says of others.
     facts = identity.caller_facts(pid, identity.Own(identity.read_stat(pid), env_pane(env)))
     # A process with no tty, and no ancestor with one, is in no pane: nothing is queried.
-    if facts.tty_nr or facts.ancestor_tty_nr() > 0:
-        view = read_view(env, tmux=tmux, sockets=sockets, until_tty=facts.tty_nr)
+    if facts.tty_nr or facts.ancestor().tty_nr > 0:
+        view = read_view(
+            env, tmux=tmux, sockets=sockets, until_tty=facts.tty_nr, until_session=facts.session
+        )
     else:
         view = StaticView([], rdev)
     return decide_self(view, facts, accept_ancestor=accept_ancestor), view

@@ -17,7 +17,14 @@ from tmuxlocd.core.layout import Direction
 from tmuxlocd.core.location import Location, Neighbors, PaneRef
 
 VerifiedBy = Literal["tty", "ancestor"]
-Reason = Literal["no_controlling_tty", "no_server", "tty_not_a_pane", "shared_ancestor"]
+Reason = Literal[
+    "no_controlling_tty",
+    "no_server",
+    "tty_not_a_pane",
+    "tty_reused",
+    "shared_ancestor",
+    "shared_ssh_master",
+]
 
 
 class Caller(msgspec.Struct, frozen=True, kw_only=True):
@@ -33,6 +40,9 @@ class SelfAnswer(msgspec.Struct, frozen=True, kw_only=True):
     inside_tmux: bool
     verified_by: VerifiedBy | None = None
     reason: Reason | None = None
+    # One line for a person when the caller is in no pane for a reason they can act on or
+    # should know (a shared process, a reused tty): what was found, and the fix if any.
+    hint: str | None = None
     caller: Caller
     location: Location | None = None
 

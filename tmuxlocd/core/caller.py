@@ -10,9 +10,15 @@ the fields of a stat line that change while a process lives.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from tmuxlocd.core.procstat import ProcStat
-from tmuxlocd.core.queries import SHARED_ANCESTOR
+from tmuxlocd.core.shared import cmdline_kind
+
+# The walk up from a caller with no tty met, before any ancestor with a tty, a process that
+# runs the hooks and MCP servers of several sessions (Codex's shared app-server): whatever
+# pane lies beyond it is the pane of whoever started that server, not the caller's.
+SHARED_ANCESTOR = -1
 
 # An ancestor chain is short; the bound only protects against a cycle in a racing /proc.
 MAX_ANCESTORS = 64
@@ -41,30 +47,54 @@ def environ_pane(data: bytes) -> str | None:
 
 def serves_sessions(cmdline: bytes) -> bool:
     """Whether ``/proc/<pid>/cmdline`` is that of a process that runs the hooks and MCP servers
-    of several harness sessions, each maybe in another pane: Codex's shared app-server.
+    of several harness sessions, each maybe in another pane (``shared.cmdline_kind``: Codex's
+    shared app-server, Cline's hub)."""
+    return cmdline_kind(cmdline) is not None
 
-    Codex's TUI starts it detached (``setsid``) as ``codex [--enable remote_control]
-    app-server --listen unix://``, later with ``--managed-daemon`` (``command_args`` and
-    ``start_inner`` in ``codex-rs/app-server-daemon/src/backend/``), and later TUIs attach to
-    it over its control socket.  One listening on a WebSocket (``ws://``, ``wss://``) serves
-    several clients too; one on stdio (an editor's, or a TUI's own) serves one and is not one
-    of these."""
-    args = cmdline.rstrip(b"\0").split(b"\0")
-    if b"app-server" not in args[1:]:
-        return False
-    rest = args[args.index(b"app-server", 1) + 1 :]
-    if b"--managed-daemon" in rest:
-        return True
-    for i, arg in enumerate(rest):
-        if arg == b"--listen" and i + 1 < len(rest):
-            value = rest[i + 1]
-        elif arg.startswith(b"--listen="):
-            value = arg[len(b"--listen=") :]
-        else:
-            continue
-        if value.startswith((b"unix://", b"ws://", b"wss://")):
-            return True
-    return False
+
+class Up(NamedTuple):
+    """What the walk up from a caller found (``nearest_up``): the nearest proper ancestor
+    with a tty, its tty and session (``tty_nr`` 0: none); or a server of several sessions
+    first (``tty_nr`` SHARED_ANCESTOR).  ``pid`` is that process's."""
+
+    tty_nr: int
+    session: int = 0
+    pid: int = 0
+
+
+NO_UP = Up(0)
+
+
+def nearest_up(
+    pid: int,
+    stat_of: Callable[[int], ProcStat | None],
+    *,
+    skip: int = 0,
+    limit: int = MAX_ANCESTORS,
+    shared: Callable[[int], bool] | None = None,
+) -> Up:
+    """The nearest proper ancestor of ``pid`` that has a tty.
+
+    Ancestors on the tty ``skip`` (the caller's own, already known not to be a pane) are
+    passed over: under ``script`` the shell in between shares the caller's new pty, and the
+    useful hint is the pane further up.  ``stat_of`` looks a process up (None when it is
+    gone or unreadable); the walk follows ppid and stops at pid 1, at a vanished process, or
+    after ``limit`` steps.  An ancestor for which ``shared`` holds (``serves_sessions``) ends
+    the walk with ``SHARED_ANCESTOR``: its pane, or the one beyond it, is that of whoever
+    started the server, not the caller's.
+    """
+    current = stat_of(pid)
+    steps = 0
+    while current is not None and current.ppid > 1 and steps < limit:
+        current = stat_of(current.ppid)
+        steps += 1
+        if current is None:
+            break
+        if shared is not None and shared(current.pid):
+            return Up(SHARED_ANCESTOR, pid=current.pid)
+        if current.tty_nr not in (0, skip):
+            return Up(current.tty_nr, current.session, current.pid)
+    return NO_UP
 
 
 def nearest_tty_ancestor(
@@ -75,28 +105,9 @@ def nearest_tty_ancestor(
     limit: int = MAX_ANCESTORS,
     shared: Callable[[int], bool] | None = None,
 ) -> int:
-    """The ``tty_nr`` of the nearest proper ancestor of ``pid`` that has one, else 0.
-
-    Ancestors on the tty ``skip`` (the caller's own, already known not to be a pane) are
-    passed over: under ``script`` or ``ssh -t`` the shell in between shares the caller's
-    new pty, and the useful hint is the pane further up.  ``stat_of`` looks a process up
-    (None when it is gone or unreadable); the walk follows ppid and stops at pid 1, at a
-    vanished process, or after ``limit`` steps.  An ancestor for which ``shared`` holds
-    (``serves_sessions``) ends the walk with ``SHARED_ANCESTOR``: its pane, or the one beyond
-    it, is that of whoever started the server, not the caller's.
-    """
-    current = stat_of(pid)
-    steps = 0
-    while current is not None and current.ppid > 1 and steps < limit:
-        current = stat_of(current.ppid)
-        steps += 1
-        if current is None:
-            break
-        if shared is not None and shared(current.pid):
-            return SHARED_ANCESTOR
-        if current.tty_nr not in (0, skip):
-            return current.tty_nr
-    return 0
+    """The ``tty_nr`` of ``nearest_up``: 0 for none, ``SHARED_ANCESTOR`` for a server of
+    several sessions first."""
+    return nearest_up(pid, stat_of, skip=skip, limit=limit, shared=shared).tty_nr
 
 
 def ancestors(
@@ -131,15 +142,16 @@ def pts_path(tty_nr: int) -> str | None:
     return None
 
 
-def changing_fields(data: bytes) -> tuple[bytes, bytes]:
+def changing_fields(data: bytes) -> tuple[bytes, bytes, bytes]:
     """Of a stat line's fields that identity reads, those that can change, as bytes: ppid
-    (field 4, when its parent ends) and tty_nr (field 7, after ``setsid``)."""
+    (field 4, when its parent ends), session (field 6) and tty_nr (field 7), both after
+    ``setsid``."""
     fields = data.rpartition(b")")[2].split(None, 5)
-    return fields[1], fields[4]
+    return fields[1], fields[3], fields[4]
 
 
 def reread_stat(data: bytes, first: ProcStat) -> ProcStat:
     """A later stat line of the process ``first`` was read from: only the fields that can
     change are parsed, up to field 7 instead of 22."""
-    ppid, tty_nr = changing_fields(data)
-    return first._replace(ppid=int(ppid), tty_nr=int(tty_nr))
+    ppid, session, tty_nr = changing_fields(data)
+    return first._replace(ppid=int(ppid), tty_nr=int(tty_nr), session=int(session))

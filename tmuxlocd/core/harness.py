@@ -691,15 +691,17 @@ def opened_for_writing(fdinfo: bytes) -> bool:
 
 
 class Holder:
-    """A process with the transcript open for writing: its controlling tty (0: none), and
-    whether it serves several sessions (it places nobody)."""
+    """A process with the transcript open for writing: its controlling tty (0: none), whether
+    it serves several sessions (it places nobody), and its session id (what proves the
+    tty's pane its own: ``queries.owners``)."""
 
-    __slots__ = ("pid", "shared", "tty_nr")
+    __slots__ = ("pid", "session", "shared", "tty_nr")
 
-    def __init__(self, pid: int, tty_nr: int, shared: bool = False) -> None:
+    def __init__(self, pid: int, tty_nr: int, shared: bool = False, session: int = 0) -> None:
         self.pid = pid
         self.tty_nr = tty_nr
         self.shared = shared
+        self.session = session
 
 
 def writer_tty(holders: list[Holder]) -> tuple[int, str]:

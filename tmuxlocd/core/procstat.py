@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 
 class ProcStat(NamedTuple):
-    """The fields read anywhere (proc(5) numbering); the first four are identity's."""
+    """The fields read anywhere (proc(5) numbering); the first four and ``session`` are
+    identity's."""
 
     pid: int  # (1)
     ppid: int  # (4)
@@ -23,6 +24,10 @@ class ProcStat(NamedTuple):
     tpgid: int = -1  # (8): the foreground process group of the controlling terminal
     utime: int = 0  # (14) clock ticks in user mode
     stime: int = 0  # (15) and in the kernel
+    # (6) the session id: tmux's child for a pane calls setsid() before it opens the pane's
+    # pty, so every process started in a pane is in the session whose id is ``pane_pid``
+    # (unless it left it with setsid, and the tty with it).  Last: rows are built by position.
+    session: int = 0
 
 
 def parse_stat(line: str | bytes) -> ProcStat:
@@ -38,7 +43,8 @@ def parse_stat(line: str | bytes) -> ProcStat:
     fields = tail.split(None, 20)
     if not (sep and paren) or len(fields) < 6:
         raise ValueError("not a /proc/<pid>/stat line")
-    # fields[0] is field 3 (state): ppid is field 4, tty_nr 7, tpgid 8, utime 14, starttime 22.
+    # fields[0] is field 3 (state): ppid is field 4, session 6, tty_nr 7, tpgid 8, utime 14,
+    # starttime 22.
     return ProcStat(
         pid=int(pid_text),
         ppid=int(fields[1]),
@@ -50,14 +56,15 @@ def parse_stat(line: str | bytes) -> ProcStat:
         tpgid=int(fields[5]),
         utime=int(fields[11]) if len(fields) > 12 else 0,
         stime=int(fields[12]) if len(fields) > 12 else 0,
+        session=int(fields[3]),
     )
 
 
 def placed(stat: ProcStat) -> ProcStat:
-    """Only the fields that name a process and place it (pid, ppid, tty_nr, starttime): a
-    caller's facts are compared from one request to the next (memo.Kept), and its CPU time
-    and state move while its place does not."""
-    return ProcStat(stat.pid, stat.ppid, stat.tty_nr, stat.starttime)
+    """Only the fields that name a process and place it (pid, ppid, tty_nr, starttime,
+    session): a caller's facts are compared from one request to the next (memo.Kept), and
+    its CPU time and state move while its place does not."""
+    return ProcStat(stat.pid, stat.ppid, stat.tty_nr, stat.starttime, session=stat.session)
 
 
 def stat_or_none(line: str | bytes) -> ProcStat | None:

@@ -12,8 +12,8 @@ pane's tty (``verified_by: tty``); else, when asked, the nearest ancestor with a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import msgspec
@@ -30,10 +30,12 @@ from tmuxlocd.core.answers import (
     TreeSession,
     TreeWindow,
 )
+from tmuxlocd.core.caller import NO_UP, SHARED_ANCESTOR, Up
 from tmuxlocd.core.errors import LayoutError
 from tmuxlocd.core.layout import Direction, neighbors_of_layout
 from tmuxlocd.core.location import Location, PaneRef, build_locations
 from tmuxlocd.core.model import ServerState, id_number
+from tmuxlocd.core.shared import Shared
 
 Scope = Literal["window", "session", "server", "all"]
 
@@ -139,46 +141,79 @@ class StaticView:
 # Who is asking.
 
 
-# The walk up from a caller with no tty met, before any ancestor with a tty, a process that
-# runs the hooks and MCP servers of several sessions (Codex's shared app-server): whatever
-# pane lies beyond it is the pane of whoever started that server, not the caller's.
-SHARED_ANCESTOR = -1
+def _no_lineage() -> Collection[int]:
+    return ()
 
 
 @dataclass(frozen=True)
 class CallerFacts:
     """What the kernel says of a caller, read by the shell (identity.py reads /proc).
 
-    The ancestor's tty and the caller's tty path are asked for only when needed: on the hot
-    path (a caller in a pane) neither is read."""
+    The walk up and the caller's tty path are asked for only when needed: on the hot path
+    (a caller in a pane, proven by its session) neither is read."""
 
     pid: int
     tty_nr: int  # the controlling tty's device number, 0 for none
     env_pane: str | None  # its TMUX_PANE when it looks like a pane id: a hint, never trusted
-    # The nearest proper ancestor's tty (not tty_nr), 0 for none, SHARED_ANCESTOR when the
-    # walk met a server that serves several sessions first (``caller.serves_sessions``).
-    ancestor_tty_nr: Callable[[], int]
+    # The nearest proper ancestor with a tty other than tty_nr (``caller.nearest_up``):
+    # NO_UP for none, tty_nr SHARED_ANCESTOR when the walk met a server of several sessions
+    # first (``caller.serves_sessions``).
+    ancestor: Callable[[], Up]
     tty_path: Callable[[], str | None]  # a path of tty_nr when it is no pane's
+    session: int = 0  # the caller's session id (stat field 6)
+    # The pids of the caller's proper ancestors (``caller.ancestors``): the second proof
+    # that a tty's pane is the caller's, read only when its session is not that pane's.
+    lineage: Callable[[], Collection[int]] = field(default=_no_lineage)
+    # The caller itself speaks for several panes (an ssh connection master): no tty of its
+    # proves whose request this is (tmuxlocd.host.shared).
+    shared: Shared | None = None
+
+
+def owners(
+    panes: Sequence[Location], session: int, lineage: Callable[[], Collection[int]]
+) -> list[Location]:
+    """Of ``panes`` (those whose ``pane_tty`` is a process's controlling tty), the ones the
+    process is proven to be in (spec §2): a live pane whose process is the process's session
+    leader, or failing that one of its ancestors.
+
+    A tty alone proves nothing: a dead pane (``remain-on-exit``) keeps naming the pty that
+    the kernel may since have given to a new pane, or to a process in no pane at all.  tmux
+    forks a pane's process, which calls setsid() and opens the pty, so whatever runs in a
+    live pane is in the session numbered ``pane_pid``, or (having left it) below it."""
+    live = [loc for loc in panes if not loc.pane.dead]
+    proven = [loc for loc in live if loc.pane.pid == session]
+    if proven or not live:
+        return proven
+    up = lineage()
+    return [loc for loc in live if loc.pane.pid in up]
 
 
 def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False) -> SelfAnswer:
     """Where the caller is, by the tty rule (spec §2), with its hints."""
-    here = view.panes_by_rdev(facts.tty_nr)
+    if facts.shared is not None:
+        return _shared_caller(view, facts, facts.shared)
+    on_tty = view.panes_by_rdev(facts.tty_nr)
+    here = owners(on_tty, facts.session, facts.lineage) if on_tty else on_tty
     # A caller in a pane is not walked up: its nearest ancestor with a tty is, but for the
     # rarest of process trees, the shell of that same pane, which ancestor_pane then says.
-    up = 0 if here else facts.ancestor_tty_nr()
-    ancestor = here or (view.panes_by_rdev(up) if up > 0 else [])
+    up = NO_UP if here else facts.ancestor()
+    if here:
+        ancestor = here
+    elif up.tty_nr > 0:
+        ancestor = owners(view.panes_by_rdev(up.tty_nr), up.session, facts.lineage)
+    else:
+        ancestor = []
     if facts.tty_nr == 0:
         tty = None
-    elif here:
-        tty = here[0].pane.tty
+    elif on_tty:
+        tty = on_tty[0].pane.tty
     else:
         tty = facts.tty_path()
     caller = Caller(
         pid=facts.pid,
         tty=tty,
         # Below a server of several sessions, TMUX_PANE is that of whoever started it.
-        env_pane=None if up == SHARED_ANCESTOR and not here else facts.env_pane,
+        env_pane=None if up.tty_nr == SHARED_ANCESTOR and not here else facts.env_pane,
         ancestor_pane=ancestor[0].pane.id if ancestor else None,
     )
     if here:
@@ -194,14 +229,53 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
             location=ancestor[0],
         )
     reason: Reason
+    hint = None
     if facts.tty_nr == 0:
-        reason = "shared_ancestor" if up == SHARED_ANCESTOR else "no_controlling_tty"
+        reason = "shared_ancestor" if up.tty_nr == SHARED_ANCESTOR else "no_controlling_tty"
+        if up.tty_nr == SHARED_ANCESTOR:
+            hint = (
+                f"below pid {up.pid}, a server of the sessions of several panes (Codex's "
+                "shared app-server, Cline's hub): which pane this session is in cannot be told"
+            )
     elif not view.any_running():
         reason = "no_server"
+    elif on_tty:
+        reason = "tty_reused"
+        hint = _reused_hint(on_tty, facts.session)
     else:
         reason = "tty_not_a_pane"
     return SelfAnswer(
-        inside_tmux=False, verified_by=None, reason=reason, caller=caller, location=None
+        inside_tmux=False, verified_by=None, reason=reason, hint=hint, caller=caller, location=None
+    )
+
+
+def _reused_hint(on_tty: Sequence[Location], session: int) -> str:
+    panes = ", ".join(
+        f"{loc.pane.id} ({'dead' if loc.pane.dead else f'process {loc.pane.pid}'})"
+        for loc in on_tty
+    )
+    return (
+        f"{on_tty[0].pane.tty} is named by pane {panes}, but the caller's session "
+        f"({session}) is no such pane's process nor below it: the pty is another's now"
+    )
+
+
+def _shared_caller(view: View, facts: CallerFacts, shared: Shared) -> SelfAnswer:
+    """The answer to a process that speaks for several panes: in none, and why."""
+    on_tty = view.panes_by_rdev(facts.tty_nr) if facts.tty_nr else []
+    caller = Caller(
+        pid=facts.pid,
+        tty=on_tty[0].pane.tty if on_tty else (facts.tty_path() if facts.tty_nr else None),
+        env_pane=None,  # whoever started the master's, not the session's this request is for
+        ancestor_pane=None,
+    )
+    return SelfAnswer(
+        inside_tmux=False,
+        verified_by=None,
+        reason="shared_ssh_master",
+        hint=shared.hint(),
+        caller=caller,
+        location=None,
     )
 
 
@@ -216,7 +290,7 @@ def may_be_stale(view: View, answer: SelfAnswer) -> bool:
     """
     if answer.verified_by == "tty":
         return False
-    if answer.reason == "tty_not_a_pane":
+    if answer.reason in ("tty_not_a_pane", "tty_reused"):
         return True
     caller = answer.caller
     if caller.env_pane is None or caller.tty is None:

@@ -18,16 +18,18 @@ from typing import NamedTuple
 
 from tmuxlocd.core.answers import SelfAnswer
 from tmuxlocd.core.caller import (
+    Up,
+    ancestors,
     changing_fields,
     environ_pane,
-    nearest_tty_ancestor,
+    nearest_up,
     pts_path,
     reread_stat,
-    serves_sessions,
 )
 from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
 from tmuxlocd.core.queries import CallerFacts, View, decide_self
-from tmuxlocd.host import proc
+from tmuxlocd.core.shared import Shared
+from tmuxlocd.host import proc, shared
 
 _PEERCRED = struct.Struct("3i")
 
@@ -56,11 +58,16 @@ def peer_credentials(sock: object) -> Peer | None:
 
 
 def read_stat(pid: int) -> ProcStat | None:
+    full = read_full_stat(pid)
+    return placed(full) if full is not None else None
+
+
+def read_full_stat(pid: int) -> ProcStat | None:
     # One read: a stat line is well under 4 KiB (comm is at most 16 bytes), and this runs
     # on every GET /v1/self.
     data = proc.read(f"/proc/{pid}/stat")
     try:
-        return placed(parse_stat(data)) if data else None
+        return parse_stat(data) if data else None
     except ValueError:
         return None
 
@@ -71,8 +78,9 @@ def read_cmdline(pid: int) -> bytes:
 
 
 def shared_server(pid: int) -> bool:
-    """``serves_sessions`` of a live process."""
-    return serves_sessions(read_cmdline(pid))
+    """Whether a live process serves the sessions of several panes by its command line
+    (tmuxlocd.host.shared: Codex's shared app-server, Cline's hub): the walk up stops there."""
+    return shared.by_cmdline(pid) is not None
 
 
 def read_env_pane(pid: int) -> str | None:
@@ -132,15 +140,41 @@ def tty_path(pid: int, tty_nr: int) -> str | None:
 
 
 class Own(NamedTuple):
-    """What a caller's own /proc entries say: read on every request, cheap."""
+    """What a caller's own /proc entries say: read on every request, cheap.  ``shared``, as
+    the environment, is read once per process (an ssh is a connection master from its start
+    to its end)."""
 
     stat: ProcStat | None
     env_pane: str | None
+    shared: Shared | None = None
+
+
+# Whether a process speaks for several panes, by (pid, starttime): looked at once per
+# process (for ssh: its descriptors and /proc/net/unix), as the environment is.
+_SHARED: dict[tuple[int, int], Shared | None] = {}
+
+
+def shared_peer_of(full: ProcStat) -> Shared | None:
+    if not full.comm or full.starttime == 0:
+        return shared.peer(full.pid, full.comm)
+    key = (full.pid, full.starttime)
+    try:
+        return _SHARED[key]
+    except KeyError:
+        pass
+    value = shared.peer(full.pid, full.comm)
+    if len(_SHARED) >= _ENV_PANES_MAX:
+        _SHARED.clear()
+    _SHARED[key] = value
+    return value
 
 
 def own_facts(pid: int) -> Own:
-    stat = read_stat(pid)
-    return Own(stat, env_pane_of(stat, pid))
+    full = read_full_stat(pid)
+    if full is None:
+        return Own(None, env_pane_of(None, pid))
+    stat = placed(full)
+    return Own(stat, env_pane_of(stat, pid), shared_peer_of(full))
 
 
 class PeerFacts:
@@ -165,7 +199,7 @@ class PeerFacts:
         self.pid = pid
         self._fd: int | None = None
         self._first: Own | None = None
-        self._last_fields: tuple[bytes, bytes] | None = None
+        self._last_fields: tuple[bytes, bytes, bytes] | None = None
         self._last: Own | None = None
 
     def read(self) -> Own:
@@ -175,16 +209,16 @@ class PeerFacts:
             return first
         try:
             if self._fd is None:
-                return Own(self._keep(first.stat), first.env_pane)
+                return Own(self._keep(first.stat), first.env_pane, first.shared)
             data = os.pread(self._fd, 4096, 0)
             fields = changing_fields(data)
             if fields == self._last_fields and self._last is not None:
                 return self._last
             self._last_fields = fields
-            self._last = own = Own(reread_stat(data, first.stat), first.env_pane)
+            self._last = own = Own(reread_stat(data, first.stat), first.env_pane, first.shared)
             return own
         except (OSError, ValueError, IndexError):
-            return Own(None, first.env_pane)
+            return Own(None, first.env_pane, first.shared)
 
     def _keep(self, first: ProcStat) -> ProcStat | None:
         """Opens the file to keep, by number: read whole once, it must be the process first
@@ -219,19 +253,29 @@ def caller_facts(pid: int, own: Own) -> CallerFacts:
         # The caller's own stat was just read: reuse it for the first step of the walk.
         return stat if p == pid else read_stat(p)
 
-    walked: list[int] = []
+    walked: list[Up] = []
 
-    def ancestor_tty_nr() -> int:
+    def ancestor() -> Up:
         if not walked:
-            walked.append(nearest_tty_ancestor(pid, stat_of, skip=tty_nr, shared=shared_server))
+            walked.append(nearest_up(pid, stat_of, skip=tty_nr, shared=shared_server))
         return walked[0]
+
+    lineage: list[frozenset[int]] = []
+
+    def up() -> frozenset[int]:
+        if not lineage:
+            lineage.append(frozenset(ancestors(pid, stat_of, shared=shared_server)))
+        return lineage[0]
 
     return CallerFacts(
         pid=pid,
         tty_nr=tty_nr,
         env_pane=own.env_pane,
-        ancestor_tty_nr=ancestor_tty_nr,
+        ancestor=ancestor,
         tty_path=lambda: tty_path(pid, tty_nr),
+        session=stat.session if stat is not None else 0,
+        lineage=up,
+        shared=own.shared,
     )
 
 
