@@ -486,6 +486,6 @@ async def test_an_ssh_connection_master_is_in_no_pane(
         None,
     )
     assert answer["reason"] == "shared_ssh_master"
-    assert control in answer["hint"] and "-o ControlMaster=no" in answer["hint"]
+    assert control in answer["hint"] and "-o ControlPath=none" in answer["hint"]
     assert answer["caller"]["tty"] == path
     assert answer["caller"]["env_pane"] is None and answer["caller"]["ancestor_pane"] is None

@@ -116,7 +116,7 @@ async def test_self_outside_tmux(api: Api, hub: Hub) -> None:
     assert body["inside_tmux"] is False and body["location"] is None
     assert body["verified_by"] is None
     assert body["reason"] in ("no_controlling_tty", "tty_not_a_pane")
-    assert set(body["caller"]) == {"pid", "tty", "env_pane", "ancestor_pane"}
+    assert set(body["caller"]) == {"pid", "tty", "env_pane", "ancestor_pane", "client"}
     status, body, _ = await api.get("/v1/panes/self")
     assert status == 404 and error_of(body)[0] == "not_in_a_pane"
     for url in (

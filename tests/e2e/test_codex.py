@@ -553,7 +553,9 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     def agents_now() -> None:
         def settled() -> bool:
             found = hrig.agents()
-            return shared or (bool(found) and all(x["state"] == "idle" for x in found))
+            return (shared and len(listed) == 2) or (
+                bool(found) and all(x["state"] == "idle" for x in found)
+            )
 
         try:
             poll(settled, 10, "the agents idle", interval=0.05)
@@ -583,9 +585,14 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
 
     print(f"agents listed after each answer: {listed}")
     if shared:
-        # The hooks are the shared server's children, in no pane: no agent can be placed in
-        # one, and none is listed (SPEC §13), never one in the wrong pane.
-        assert listed == [[], [], []], f"{listed}\n{hrig.diagnostics()}"
+        # The hooks are the shared server's children, in no pane; the kernel pairs the
+        # server's accepted sockets with its clients (SPEC §2, verified_by client): A's
+        # session began while A was the one client and is bound to it; B's began beside A,
+        # and is never placed (once A quits, B is the one client, but a session that began
+        # with two cannot be told from a quit TUI's turn that the server still runs).
+        assert listed == [[(a, "idle")], [(a, "idle")], []], (
+            f"{listed}\n{tree}\n{hrig.diagnostics()}"
+        )
     else:
         # Each TUI runs its own session, its hooks its children: its agent in its own pane.
         assert listed == [[(a, "idle")], [(a, "idle"), (b, "idle")], [(b, "idle")]], listed
@@ -604,7 +611,9 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     told_later = added(later, got_b[-1].body)
     print(f"after the first TUI quit:\n{tree_later}")
     assert set(panes_of(told_later)) <= {b}, f"{tree_later}\n{hrig.diagnostics()}"
-    if not shared:
+    if shared:
+        assert told_later == [], f"{tree_later}\n{hrig.diagnostics()}"
+    else:
         # Alone in its window now: its new neighbours, told once.
         assert panes_of(told_later) == [b], hrig.diagnostics()
         assert "left none" in told_later[0].neighbors, told_later[0].text
@@ -622,6 +631,8 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     assert results, detail
     assert not re.search(rf", pane \d+ {re.escape(a)}\n", results[-1]), results[-1]
     if shared:
+        # A alone: its pane; B beside A: nothing (two clients), and its MCP tool says why.
+        assert panes_of(told_a) and not told_b, detail
         assert "shared_ancestor" in results[-1], results[-1]
     else:
         assert told_a and told_b, detail
@@ -717,3 +728,76 @@ def test_tui_in_process_asks_to_escalate_waiting_then_working_idle_gone(
     assert seen["after the tool"][0] == "working", f"{seen}\n{hrig.diagnostics()}"
     # The daemon's part (SPEC §13: the pidfd); the kernel's ending of the process is not.
     assert took - ended < 0.1, (ended, took)
+
+
+def test_a_departed_tuis_turn_is_never_placed_in_the_other_tuis_pane(
+    hrig: HarnessRig, stub: ResponsesStub
+) -> None:
+    """TUI A's turn is held by the model; TUI B connects; A is killed (its pane closes) and B
+    is the shared server's one client.  Whatever A's thread still does on the server (its
+    hooks, its agent), it is never placed in B's pane: B's pane is B's session's alone."""
+    import threading
+
+    cx = setup_codex(hrig, stub, features={"daemon_auto_start": True})
+    hrig.start_daemon()
+    a = hrig.first_pane
+    b = hrig.split(a)
+    prompt_a, prompt_b = "a slow question from the left pane", "hello from the right pane"
+    release = threading.Event()
+    held = threading.Event()
+
+    def hold(request: Recorded) -> Turn:
+        # A's turn: held at the model; once released (A gone), a shell call, whose result
+        # goes back to the model with whatever the hooks add (PostToolUse), then an answer.
+        if tool_results(request.body):
+            return Text("late")
+        held.set()
+        release.wait(60)
+        return ToolCall(SHELL_TOOL, {"cmd": "true"})
+
+    stub.decide = answer_each({prompt_a: hold, prompt_b: always_text})
+    try:
+        start_tui(cx, a)
+        hrig.rig.tmux.run("send-keys", "-t", a, "-l", prompt_a)
+        poll(lambda: prompt_a in capture(hrig, a), 30, "the prompt typed", interval=0.05)
+        hrig.rig.tmux.run("send-keys", "-t", a, "Enter")
+        poll(held.is_set, 60, "A's turn at the model", interval=0.05)
+        start_tui(cx, b)
+        tui_a = int(hrig.rig.tmux.run("display", "-p", "-t", a, "#{pane_pid}"))
+        os.kill(tui_a, signal.SIGKILL)
+        poll(lambda: a not in hrig.panes(), 30, f"{a} to close", interval=0.1)
+        runs_before = len(hrig.hook_runs())
+        release.set()
+        got_b = submit(cx, b, prompt_b)
+        poll(
+            lambda: any(x["state"] == "idle" for x in hrig.agents()),
+            10,
+            "B's agent idle",
+            interval=0.05,
+        )
+        agents = hrig.agents()
+        tree, _ = process_tree(cx)
+    finally:
+        release.set()
+        hrig.rig.tmux.run("kill-server", check=False)
+        end_app_server(cx.home)
+    later_runs = hrig.hook_runs()[runs_before:]
+    # What A's model got once A was gone: never B's pane.
+    orphan = [
+        bl
+        for r in stub.model_requests()
+        if prompt_a in user_texts(r.body) and tool_results(r.body)
+        for bl in told(r.body)
+    ]
+    print(f"A's turn after A was killed was told: {panes_of(orphan)}")
+    assert b not in panes_of(orphan), orphan
+    print(tree)
+    print(f"hook runs after A was killed: {[(r.event, r.session) for r in later_runs]}")
+    print(f"agents: {[(x['pane'], x['session_id'], x['state']) for x in agents]}")
+    assert any(r.event == "PostToolUse" for r in later_runs), later_runs  # A's turn went on
+    sessions = {r.session for r in later_runs if r.event == "UserPromptSubmit"}
+    assert len(sessions) == 1, later_runs  # B's prompt
+    (b_session,) = sessions
+    # Every agent listed in B's pane is B's session; A's is not there.
+    assert all(x["session_id"] == b_session for x in agents if x["pane"] == b), agents
+    assert set(panes_of([bl for r in got_b for bl in told(r.body)])) <= {b}

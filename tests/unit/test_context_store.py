@@ -240,7 +240,9 @@ def test_unchanged_is_one_conditional_request_and_no_write(tmp_path: Path) -> No
         daemon.close()
     assert len(daemon.heads) == 4
     first, *rest = daemon.heads
-    assert first.startswith("GET /v1/self?format=text&neighbors=1&accept=ancestor HTTP/1.1")
+    # The session, so that below a shared server it is placed by its own client (spec §2).
+    target = "/v1/self?format=text&neighbors=1&accept=ancestor&session=claude%3As1"
+    assert first.startswith(f"GET {target} HTTP/1.1")
     assert "if-none-match" not in first.lower()
     assert all('If-None-Match: "v1"' in head for head in rest)
 

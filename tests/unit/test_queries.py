@@ -17,13 +17,16 @@ from tmuxlocd.core.answers import DirectionNeighbors, PaneNeighbors
 from tmuxlocd.core.caller import NO_UP, SHARED_ANCESTOR, Up
 from tmuxlocd.core.mirror import Dirty, ServerMirror, run_reread
 from tmuxlocd.core.model import ServerState
+from tmuxlocd.core.procstat import ProcStat
 from tmuxlocd.core.protocol import Reply
 from tmuxlocd.core.queries import (
     CallerFacts,
+    Choose,
     QueryError,
     Selection,
     StaticView,
     decide_self,
+    everyone,
     find_pane,
     may_be_stale,
     neighbors,
@@ -260,7 +263,7 @@ def test_an_ssh_connection_master_is_told_nothing_with_the_fix() -> None:
         None,
         "shared_ssh_master",
     )
-    assert answer.hint is not None and "-o ControlMaster=no" in answer.hint
+    assert answer.hint is not None and "-o ControlPath=none" in answer.hint
     assert "/tmp/cm-abc" in answer.hint
     assert answer.caller.ancestor_pane is None and answer.caller.env_pane is None
     assert decide_self(rig.view, rig.facts(0, shared=master), accept_ancestor=True).location is None
@@ -425,3 +428,69 @@ def test_tree_lists_a_linked_window_under_each_session() -> None:
     linked = by_name["other"].windows[1]
     assert linked.id == "@0" and [p.id for p in linked.panes] == ["%0", "%1"]
     assert tree(rig.view, "/elsewhere").servers == ()
+
+
+def _client(rig: Rig, pane: str, pid: int = 0) -> ProcStat:
+    dev = rig.dev(pane)
+    session = rig.session_of(dev)
+    return ProcStat(pid or session + 1, session, dev, 500, session=session)
+
+
+def _below_a_shared_server(
+    rig: Rig, clients: list[ProcStat] | None, choose: Choose = everyone
+) -> CallerFacts:
+    return CallerFacts(
+        pid=4242,
+        tty_nr=0,
+        env_pane="%0",
+        ancestor=lambda: Up(SHARED_ANCESTOR, pid=900),
+        tty_path=lambda: None,
+        clients=lambda server: clients if server == 900 else None,
+        choose=choose,
+    )
+
+
+def test_the_one_client_of_a_shared_server_places_its_sessions() -> None:
+    rig = Rig(captured())
+    tui = _client(rig, "%2")
+    facts = _below_a_shared_server(rig, [tui])
+    answer = decide_self(rig.view, facts, accept_ancestor=True)
+    assert (answer.verified_by, answer.reason) == ("client", None)
+    assert answer.location is not None and answer.location.pane.id == "%2"
+    assert answer.caller.client == tui.pid and answer.caller.env_pane is None
+    hint_only = decide_self(rig.view, facts)
+    assert (hint_only.location, hint_only.reason) == (None, "no_controlling_tty")
+    assert hint_only.caller.ancestor_pane == "%2"
+
+
+@pytest.mark.parametrize(
+    "case", ["two panes", "one in no pane", "none", "unreadable", "not chosen", "dead pane"]
+)
+def test_a_shared_server_without_one_client_in_one_pane_places_nobody(case: str) -> None:
+    base = captured()
+    rig = Rig(altered(base, P1={"dead": True}) if case == "dead pane" else base)
+    clients: list[ProcStat] | None = {
+        "two panes": [_client(rig, "%2"), _client(rig, "%3")],
+        "one in no pane": [_client(rig, "%2"), ProcStat(77, 1, 0, 1, session=77)],
+        "none": [],
+        "unreadable": None,
+        "not chosen": [_client(rig, "%2")],
+        "dead pane": [ProcStat(78, 1, rig.dev("%1"), 1, session=base.panes["%1"].pid)],
+    }[case]
+    choose: Choose = (lambda cs, sole: []) if case == "not chosen" else everyone
+    answer = decide_self(
+        rig.view, _below_a_shared_server(rig, clients, choose), accept_ancestor=True
+    )
+    assert (answer.location, answer.reason) == (None, "shared_ancestor")
+    assert answer.caller.ancestor_pane is None and answer.caller.client is None
+    assert answer.hint is not None and "pid 900" in answer.hint
+
+
+def test_two_processes_of_one_client_in_one_pane_are_one_client() -> None:
+    rig = Rig(captured())
+    older, child = _client(rig, "%2", 601), _client(rig, "%2", 602)
+    answer = decide_self(
+        rig.view, _below_a_shared_server(rig, [child, older]), accept_ancestor=True
+    )
+    assert answer.location is not None and answer.location.pane.id == "%2"
+    assert answer.caller.client == 601  # the older one: the TUI, not what it started

@@ -231,7 +231,7 @@ def read_location(
 ) -> harness.Reading:
     """The location of the hook's caller (its tty, then its ancestors); when they lead to no
     pane, that of the one process writing the session's transcript (``read_by_transcript``)."""
-    reading = read_self(etag, env)
+    reading = read_self(etag, env, event)
     if reading.status != "absent" or event is None:
         return reading
     if not event.transcript:
@@ -240,12 +240,22 @@ def read_location(
     return read_by_transcript(event, env)
 
 
-def read_self(etag: str, env: Mapping[str, str]) -> harness.Reading:
+def read_self(
+    etag: str, env: Mapping[str, str], event: harness.HookEvent | None = None
+) -> harness.Reading:
     from tmuxlocd.clients.rawhttp import NoDaemon, raw_request
-    from tmuxlocd.core.urls import self_target
+    from tmuxlocd.core.urls import self_target, session_key
 
     headers = {"If-None-Match": etag} if etag else None
-    target = self_target(text=True, neighbors=True, accept_ancestor=True)
+    # The session, so that below a shared server (Codex's app-server) the daemon places it
+    # by the one client it is bound to, bound anew at the session's start.
+    target = self_target(
+        text=True,
+        neighbors=True,
+        accept_ancestor=True,
+        session=session_key(event.harness, event.session) if event is not None else "",
+        bind=event is not None and event.kind == harness.START,
+    )
     try:
         resp = raw_request(client_socket_path(env), "GET", target, REQUEST_TIMEOUT, headers=headers)
     except (NoDaemon, OSError, ValueError):

@@ -16,7 +16,7 @@ from tmuxlocd.core.agent_view import AgentInfo
 from tmuxlocd.core.layout import Direction
 from tmuxlocd.core.location import Location, Neighbors, PaneRef
 
-VerifiedBy = Literal["tty", "ancestor"]
+VerifiedBy = Literal["tty", "ancestor", "client"]
 Reason = Literal[
     "no_controlling_tty",
     "no_server",
@@ -32,6 +32,8 @@ class Caller(msgspec.Struct, frozen=True, kw_only=True):
     tty: str | None = None
     env_pane: str | None = None
     ancestor_pane: str | None = None
+    # With verified_by "client": the pid of the shared server's client whose pane this is.
+    client: int | None = None
 
 
 class SelfAnswer(msgspec.Struct, frozen=True, kw_only=True):

@@ -35,6 +35,7 @@ from tmuxlocd.core.errors import LayoutError
 from tmuxlocd.core.layout import Direction, neighbors_of_layout
 from tmuxlocd.core.location import Location, PaneRef, build_locations
 from tmuxlocd.core.model import ServerState, id_number
+from tmuxlocd.core.procstat import ProcStat
 from tmuxlocd.core.shared import Shared
 
 Scope = Literal["window", "session", "server", "all"]
@@ -145,6 +146,21 @@ def _no_lineage() -> Collection[int]:
     return ()
 
 
+def no_clients(server: int) -> Sequence[ProcStat] | None:
+    """No shared server's clients are looked at (a caller with no session to bind)."""
+    return None
+
+
+# Which of a shared server's connected clients may place the caller, given them and the
+# pid of the one client in one pane among them (0: none): the daemon's session bindings
+# (tmuxlocd.core.shared.choose_bound).
+Choose = Callable[[Sequence[ProcStat], int], Sequence[ProcStat]]
+
+
+def everyone(clients: Sequence[ProcStat], sole: int) -> Sequence[ProcStat]:
+    return clients
+
+
 @dataclass(frozen=True)
 class CallerFacts:
     """What the kernel says of a caller, read by the shell (identity.py reads /proc).
@@ -167,6 +183,11 @@ class CallerFacts:
     # The caller itself speaks for several panes (an ssh connection master): no tty of its
     # proves whose request this is (tmuxlocd.host.shared).
     shared: Shared | None = None
+    # The processes connected to the server of several sessions the walk met (its pid):
+    # what the kernel pairs with its accepted sockets (tmuxlocd.host.shared.clients_of);
+    # None when that cannot be read.
+    clients: Callable[[int], Sequence[ProcStat] | None] = field(default=no_clients)
+    choose: Choose = field(default=everyone)
 
 
 def owners(
@@ -197,10 +218,17 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
     # A caller in a pane is not walked up: its nearest ancestor with a tty is, but for the
     # rarest of process trees, the shell of that same pane, which ancestor_pane then says.
     up = NO_UP if here else facts.ancestor()
+    by_client = False
+    client = 0
     if here:
         ancestor = here
     elif up.tty_nr > 0:
         ancestor = owners(view.panes_by_rdev(up.tty_nr), up.session, facts.lineage)
+    elif up.tty_nr == SHARED_ANCESTOR and facts.tty_nr == 0:
+        clients = facts.clients(up.pid) or ()
+        sole = sole_client(view, clients)[1] if clients else 0
+        ancestor, client = sole_client(view, facts.choose(clients, sole))
+        by_client = bool(ancestor)
     else:
         ancestor = []
     if facts.tty_nr == 0:
@@ -215,6 +243,7 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
         # Below a server of several sessions, TMUX_PANE is that of whoever started it.
         env_pane=None if up.tty_nr == SHARED_ANCESTOR and not here else facts.env_pane,
         ancestor_pane=ancestor[0].pane.id if ancestor else None,
+        client=client or None,
     )
     if here:
         return SelfAnswer(
@@ -223,7 +252,7 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
     if accept_ancestor and ancestor:
         return SelfAnswer(
             inside_tmux=True,
-            verified_by="ancestor",
+            verified_by="client" if by_client else "ancestor",
             reason=None,
             caller=caller,
             location=ancestor[0],
@@ -231,11 +260,13 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
     reason: Reason
     hint = None
     if facts.tty_nr == 0:
-        reason = "shared_ancestor" if up.tty_nr == SHARED_ANCESTOR else "no_controlling_tty"
-        if up.tty_nr == SHARED_ANCESTOR:
+        shared_unplaced = up.tty_nr == SHARED_ANCESTOR and not by_client
+        reason = "shared_ancestor" if shared_unplaced else "no_controlling_tty"
+        if shared_unplaced:
             hint = (
                 f"below pid {up.pid}, a server of the sessions of several panes (Codex's "
-                "shared app-server, Cline's hub): which pane this session is in cannot be told"
+                "shared app-server, Cline's hub) with no one client in a pane: which pane "
+                "this session is in cannot be told"
             )
     elif not view.any_running():
         reason = "no_server"
@@ -247,6 +278,28 @@ def decide_self(view: View, facts: CallerFacts, *, accept_ancestor: bool = False
     return SelfAnswer(
         inside_tmux=False, verified_by=None, reason=reason, hint=hint, caller=caller, location=None
     )
+
+
+def sole_client(view: View, clients: Sequence[ProcStat] | None) -> tuple[list[Location], int]:
+    """The pane of a shared server's one client (spec §2), and that client's pid: every
+    process connected to it (``clients``) is proven in one and the same live pane
+    (``owners``, by its tty and session); else nothing: no client, a client in no pane (a
+    script, an editor), or clients in several panes, whose sessions' hooks all run below
+    the one server.  Of several processes of one client (threads are not processes, but a
+    child may inherit the connection), the oldest is named."""
+    if not clients:
+        return [], 0
+    found: dict[str, Location] = {}
+    for c in clients:
+        on_tty = view.panes_by_rdev(c.tty_nr) if c.tty_nr else []
+        placed = owners(on_tty, c.session, _no_lineage)
+        if len(placed) != 1:
+            return [], 0
+        found[placed[0].server.socket_path + placed[0].pane.id] = placed[0]
+    if len(found) != 1:
+        return [], 0
+    first = min(clients, key=lambda c: (c.starttime, c.pid))
+    return list(found.values()), first.pid
 
 
 def _reused_hint(on_tty: Sequence[Location], session: int) -> str:

@@ -51,6 +51,8 @@ def self_target(
     neighbors: bool = False,
     fresh: bool = False,
     accept_ancestor: bool = False,
+    session: str = "",
+    bind: bool = False,
 ) -> str:
     """The target of ``GET /v1/self``: the question the fast paths ask most, spelt here once
     for them and for the typed clients."""
@@ -61,6 +63,8 @@ def self_target(
             "neighbors": "1" if neighbors else None,
             "fresh": "1" if fresh else None,
             "accept": "ancestor" if accept_ancestor else None,
+            "session": session or None,
+            "bind": "1" if bind and session else None,
         }
     )
 
@@ -71,3 +75,18 @@ def notify_target(hook: str | None, server: str | None, target: str | None) -> s
     return "/v1/notify" + query_string(
         {"hook": hook or None, "server": server or None, "target": target or None}
     )
+
+
+SESSION_KEY_MAX = 256
+
+
+def session_key(harness: str, session: str) -> str:
+    """``<harness>:<session id>``, the ``session`` of ``GET /v1/self`` (spec §2), or "" when
+    it cannot be spelt so (an id of other than printable ASCII, or too long): the question is
+    then asked without it."""
+    key = f"{harness}:{session}"
+    if not session or len(key) > SESSION_KEY_MAX:
+        return ""
+    if not all("\x21" <= c <= "\x7e" for c in session):
+        return ""
+    return key

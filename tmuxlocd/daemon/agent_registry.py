@@ -98,10 +98,14 @@ def harness_process(
     stat_of: Callable[[int], ProcStat | None],
     comm_of: Callable[[int], str],
     shared: Callable[[int], bool],
+    clients_of: Callable[[int], Sequence[ProcStat] | None] | None = None,
 ) -> ProcStat | None:
     """The nearest proper ancestor of ``caller`` on the tty ``pane_tty`` that is not a shell
     or wrapper (``NOT_HARNESS``); None when the walk reaches ``stop`` (the tmux server),
-    pid 1, a process that serves several sessions, or its bound first."""
+    pid 1, or its bound first.  A process that serves several sessions ends the walk too:
+    with its one client on ``pane_tty`` (``clients_of``: the TUI that the kernel pairs with
+    Codex's shared app-server, whose hooks run below the server) that client is the harness,
+    else None."""
     current = stat_of(caller)
     steps = 0
     while current is not None and current.ppid > 1 and steps < MAX_ANCESTORS:
@@ -109,11 +113,29 @@ def harness_process(
             return None
         current = stat_of(current.ppid)
         steps += 1
-        if current is None or shared(current.pid):
+        if current is None:
             return None
+        if shared(current.pid):
+            return _sole_client(current.pid, pane_tty, clients_of)
         if current.tty_nr == pane_tty and comm_of(current.pid) not in NOT_HARNESS:
             return current
     return None
+
+
+def _sole_client(
+    server: int,
+    pane_tty: int,
+    clients_of: Callable[[int], Sequence[ProcStat] | None] | None,
+) -> ProcStat | None:
+    clients = clients_of(server) if clients_of is not None else None
+    if not clients or any(c.tty_nr != pane_tty for c in clients):
+        return None
+    return min(clients, key=lambda c: (c.starttime, c.pid))
+
+
+def _client_stat(client: int | None) -> list[ProcStat] | None:
+    stat = read_stat(client) if client else None
+    return [stat] if stat is not None else None
 
 
 def read_comm(pid: int) -> str:
@@ -252,8 +274,12 @@ class AgentRegistry:
 
     # ------------------------------------------------------------------ reports
 
-    def report(self, caller: int, where: Location, rep: Report) -> AgentInfo:
-        """A hook's report, from the caller the kernel placed at ``where``."""
+    def report(
+        self, caller: int, where: Location, rep: Report, *, client: int | None = None
+    ) -> AgentInfo:
+        """A hook's report, from the caller the kernel placed at ``where``; ``client``: the
+        shared server's client that placed it there (``verified_by: client``), which is
+        then its harness process."""
         server, pane = where.server.socket_path, where.pane.id
         known = self.agents.get(rep.harness, rep.session_id)
         if rep.state == agents.GONE:
@@ -269,6 +295,7 @@ class AgentRegistry:
             read_stat,
             read_comm,
             shared_server,
+            lambda server: _client_stat(client),
         )
         if found is None:
             raise NoHarness(

@@ -27,7 +27,7 @@ from tmuxlocd.core.caller import (
     reread_stat,
 )
 from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
-from tmuxlocd.core.queries import CallerFacts, View, decide_self
+from tmuxlocd.core.queries import CallerFacts, Choose, View, decide_self, everyone, no_clients
 from tmuxlocd.core.shared import Shared
 from tmuxlocd.host import proc, shared
 
@@ -241,7 +241,7 @@ class PeerFacts:
             os.close(fd)
 
 
-def caller_facts(pid: int, own: Own) -> CallerFacts:
+def caller_facts(pid: int, own: Own, *, choose: Choose | None = None) -> CallerFacts:
     """What ``queries.decide_self`` asks of process ``pid``, from ``own`` (its stat and
     ``TMUX_PANE``, already read); the ancestor walk (once) and the tty's path only when it
     asks: for a caller that is not in a pane.  The daemon's answer (``identify``) and the
@@ -276,17 +276,35 @@ def caller_facts(pid: int, own: Own) -> CallerFacts:
         session=stat.session if stat is not None else 0,
         lineage=up,
         shared=own.shared,
+        clients=clients_of if choose is not None else no_clients,
+        choose=choose if choose is not None else everyone,
     )
 
 
+def clients_of(server: int) -> list[ProcStat] | None:
+    """The stats of the processes connected to ``server`` (tmuxlocd.host.shared.clients_of),
+    those still running; None when that cannot be read."""
+    pids = shared.clients_of(server)
+    if pids is None:
+        return None
+    return [stat for pid in pids if (stat := read_stat(pid)) is not None]
+
+
 def identify(
-    view: View, pid: int, *, accept_ancestor: bool = False, known: Own | None = None
+    view: View,
+    pid: int,
+    *,
+    accept_ancestor: bool = False,
+    known: Own | None = None,
+    choose: Choose | None = None,
 ) -> SelfAnswer:
     """Where process ``pid`` is (``queries.decide_self``), from what /proc says of it.
 
     Two small reads for a caller in a pane (its stat and, once per process, its
     environment: ``own_facts``, or ``known``); the ancestor walk and the tty's path only for a
-    caller that is not.
+    caller that is not.  ``choose``: which of a shared server's clients the caller's session
+    may be placed by (the daemon's bindings, ``?session=``); without it, no client places.
     """
     mine = own_facts(pid) if known is None else known
-    return decide_self(view, caller_facts(pid, mine), accept_ancestor=accept_ancestor)
+    facts = caller_facts(pid, mine, choose=choose)
+    return decide_self(view, facts, accept_ancestor=accept_ancestor)

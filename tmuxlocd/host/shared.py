@@ -10,13 +10,19 @@ socket look.
 from __future__ import annotations
 
 import os
+import socket
 
 from tmuxlocd.core.shared import (
+    DumpError,
     Shared,
+    UnixSocket,
+    client_inodes,
     cmdline_kind,
     listening_unix,
     may_be_ssh_master,
+    parse_unix_dump,
     socket_inode,
+    unix_dump_request,
 )
 from tmuxlocd.host import proc
 
@@ -51,3 +57,74 @@ def peer(pid: int, comm: str) -> Shared | None:
     connection master forwarding the daemon's socket (``-R``) for every session that shares
     it.  ``comm`` is the process's (stat field 2): only ssh is looked at."""
     return ssh_master(pid) if may_be_ssh_master(comm) else None
+
+
+NETLINK_SOCK_DIAG = 4
+
+
+def unix_sockets() -> list[UnixSocket]:
+    """Every unix socket of this network namespace, with its name and peer (one sock_diag
+    dump, as ``ss -x`` makes).  OSError when the kernel refuses it."""
+    with socket.socket(
+        socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, NETLINK_SOCK_DIAG
+    ) as nl:
+        nl.settimeout(2.0)
+        nl.sendall(unix_dump_request())
+        out: list[UnixSocket] = []
+        while True:
+            found, done = parse_unix_dump(nl.recv(1 << 16))
+            out += found
+            if done:
+                return out
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """The inodes of the sockets process ``pid`` holds (empty when it cannot be read)."""
+    base = f"/proc/{pid}/fd"
+    out: set[int] = set()
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return out
+    for fd in names:
+        try:
+            inode = socket_inode(os.readlink(f"{base}/{fd}"))
+        except OSError:
+            continue
+        if inode is not None:
+            out.add(inode)
+    return out
+
+
+def holders(inodes: set[int]) -> list[int]:
+    """This user's processes that hold any of the socket ``inodes`` (every process's
+    descriptors are looked at: what ``ss -p`` does)."""
+    if not inodes:
+        return []
+    uid = os.getuid()
+    found: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+        except OSError:
+            continue
+        if socket_inodes(int(name)) & inodes:
+            found.append(int(name))
+    return found
+
+
+def clients_of(server: int) -> list[int] | None:
+    """The processes connected to the Unix sockets process ``server`` listens on (Codex's
+    shared app-server: its TUIs), by the kernel's own pairing of the two ends (sock_diag's
+    peer inode); None when it cannot be told (sock_diag refused, descriptors unreadable)."""
+    mine = socket_inodes(server)
+    if not mine:
+        return None
+    try:
+        far = client_inodes(mine, unix_sockets())
+    except (OSError, ValueError, DumpError):
+        return None
+    return [pid for pid in holders(far) if pid != server]

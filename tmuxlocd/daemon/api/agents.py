@@ -13,6 +13,7 @@ from tmuxlocd.core import agents
 from tmuxlocd.core.agent_view import AgentList, info
 from tmuxlocd.core.answers import WaitAnswer
 from tmuxlocd.core.location import Location
+from tmuxlocd.core.urls import session_key
 from tmuxlocd.daemon.agent_registry import AgentRegistry, NoHarness
 from tmuxlocd.daemon.api.context import Context
 from tmuxlocd.daemon.api.errors import ApiError
@@ -57,12 +58,20 @@ async def post_agent_self(
         raise ApiError(400, "bad_session_id", "the report's session_id is empty")
     reason = agents.short(q.reason or "") if q.state == agents.WAITING else ""
     report = agents.Report(q.harness, q.session_id, q.event or "", q.state, reason)
-    look = Lookup(ctx, request, accept="ancestor")
+    # Below a shared server the session is placed by the client it is bound to (spec §2),
+    # bound anew at its start.
+    look = Lookup(
+        ctx,
+        request,
+        accept="ancestor",
+        session=session_key(q.harness, q.session_id) or None,
+        bind=(q.event or "").lower() == "sessionstart",
+    )
     await look.confirm_self()
     where = look.self_location()
     pid, _ = look.caller()
     try:
-        answer = reg.report(pid, where, report)
+        answer = reg.report(pid, where, report, client=look.who().caller.client)
     except NoHarness as exc:
         raise ApiError(409, "no_harness_process", str(exc)) from None
     return json_answer(request, answer)

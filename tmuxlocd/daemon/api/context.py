@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import msgspec
 
+from tmuxlocd.core.procstat import ProcStat
+from tmuxlocd.core.queries import Choose
+from tmuxlocd.core.shared import Binding, choose_bound
 from tmuxlocd.core.streams import EventFrames, SnapshotFrames
 from tmuxlocd.daemon.activity_watch import ActivityWatcher
 from tmuxlocd.daemon.agent_registry import AgentRegistry
@@ -41,6 +44,27 @@ class Rereads:
         return True
 
 
+class Bindings:
+    """Which client of a shared server each harness session is bound to (spec §2,
+    ``core.shared.choose_bound``), by ``<harness>:<session id>``; bounded, newest kept."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._bound: dict[str, Binding] = {}
+
+    def chooser(self, session: str, *, rebind: bool = False) -> Choose:
+        def choose(clients: Sequence[ProcStat], sole: int) -> Sequence[ProcStat]:
+            chosen, bound = choose_bound(self._bound.get(session), clients, sole, rebind=rebind)
+            self._bound.pop(session, None)
+            if len(self._bound) >= self.LIMIT:
+                del self._bound[next(iter(self._bound))]
+            self._bound[session] = bound
+            return chosen
+
+        return choose
+
+
 class Closable(Protocol):
     """A live stream as the application sees it (``events.Stream``): ended on shutdown."""
 
@@ -68,3 +92,4 @@ class Context:
         self.openapi: bytes | None = None  # the document, made on first request
         self.trimmer = Trimmer()  # heap back to the system after streams' bursts
         self.rereads = Rereads()  # the stale-picture re-reads made for callers
+        self.bindings = Bindings()  # harness sessions to shared servers' clients

@@ -31,12 +31,16 @@ class Lookup:
         *,
         accept: str | None = None,
         server: str | None = None,
+        session: str | None = None,
+        bind: bool = False,
     ) -> None:
         self.ctx = ctx
         self.hub = ctx.hub
         self.request = request
         self.accept_ancestor = accept is not None
         self.server_name = server
+        self.session = session
+        self.bind = bind
         self._self: SelfAnswer | None = None
         self._own: tuple[int, Own] | None = None
 
@@ -56,7 +60,12 @@ class Lookup:
     def who(self) -> SelfAnswer:
         if self._self is None:
             pid, own = self.caller()
-            self._self = identify(self.hub, pid, accept_ancestor=self.accept_ancestor, known=own)
+            choose = None
+            if self.session is not None:
+                choose = self.ctx.bindings.chooser(self.session, rebind=self.bind)
+            self._self = identify(
+                self.hub, pid, accept_ancestor=self.accept_ancestor, known=own, choose=choose
+            )
         return self._self
 
     def keep(self, version: int, ready: Prepared) -> None:

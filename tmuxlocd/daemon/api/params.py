@@ -205,12 +205,28 @@ class NoQuery(Query, frozen=True, kw_only=True):
     pass
 
 
+SessionKey = Annotated[
+    str,
+    Meta(
+        min_length=3,
+        max_length=256,
+        pattern=r"^[a-z][a-z0-9-]*:[\x21-\x7e]+$",
+        description="<harness>:<session id>, printable ASCII",
+    ),
+]
+
+
 class SelfQuery(Query, frozen=True, kw_only=True):
     accept: Accept | None = None
     format: JsonOrText | None = None
     turn: Turn | None = None
     neighbors: Flag = False
     fresh: Fresh = False
+    # A harness session (``<harness>:<session id>``) the caller asks for: below a shared
+    # server, placed by the one client that session is bound to (spec §2); ``bind`` at the
+    # session's start binds it anew.
+    session: SessionKey | None = None
+    bind: Flag = False
 
 
 class PaneQuery(Query, frozen=True, kw_only=True):

@@ -73,7 +73,7 @@ def repeat_self(ctx: Context, request: web.Request) -> web.StreamResponse | None
 
 
 async def get_self(ctx: Context, request: web.Request, q: SelfQuery) -> web.StreamResponse:
-    look = Lookup(ctx, request, accept=q.accept)
+    look = Lookup(ctx, request, accept=q.accept, session=q.session, bind=q.bind)
     if q.fresh:
         await look.fresh(True)
     else:
