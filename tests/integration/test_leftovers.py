@@ -1,12 +1,12 @@
 """What a ``kill -9`` of the daemon leaves in tmux, and who removes it.
 
-A daemon killed outright cannot remove its hook (``window-layout-changed[7741]``) or, on
-tmux 3.3, its hook waiter (an unattached ``tmux wait-for`` client).  Its control client goes
-by itself: its stdin closes with the daemon, and tmux detaches it.  The waiter exits at the
-first layout change in a session other than the one the daemon was attached to (the hook
-wakes it).  The hook stays until the next daemon's start, which replaces it at the same index
-and wakes any waiter still blocked; on 3.4+ it is a failing ``display-message`` to a client
-that is gone, which shows nothing to anyone.
+A daemon killed outright cannot remove its hooks (``window-layout-changed[7741]`` and
+``pane-died[7741]``) or, on tmux 3.3, its hook waiter (an unattached ``tmux wait-for``
+client). Its control client goes by itself: its stdin closes with the daemon, and tmux
+detaches it. The waiter exits at the first layout change in a session other than the one the
+daemon was attached to (the hook wakes it). The hook stays until the next daemon's start,
+which replaces it at the same index and wakes any waiter still blocked; on 3.4+ it is a
+failing ``display-message`` to a client that is gone, which shows nothing to anyone.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from tests.daemontest import Daemon, Rig
 from tests.tmuxtest import TMUX, poll
-from tmuxlocd.daemon.observer import HOOK_INDEX
+from tmuxlocd.daemon.observer import HOOK_INDEX, HOOKS
 
 pytestmark = [
     pytest.mark.integration,
@@ -59,7 +59,7 @@ def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) 
     rig.tmux.run("new-session", "-d", "-s", "other")
     daemon = Daemon(rig).wait_ready()
     poll(
-        lambda: len(our_hooks(rig)) == 1 and len(control_clients(rig)) == 1,
+        lambda: len(our_hooks(rig)) == len(HOOKS) and len(control_clients(rig)) == 1,
         10,
         "the daemon's hook and control client",
     )
@@ -72,7 +72,7 @@ def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) 
 
     # The control client goes by itself; the hook stays.
     poll(lambda: control_clients(rig) == [], 10, "the control client to go")
-    assert len(our_hooks(rig)) == 1
+    assert len(our_hooks(rig)) == len(HOOKS)
     if not message_hooks:
         # the waiter stays until the first layout change elsewhere, then exits
         assert len(waiters(rig.tmux.socket_path)) == 1
@@ -92,7 +92,8 @@ def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) 
         new_client = control_clients(rig)[0]
         poll(
             lambda: (
-                len(our_hooks(rig)) == 1 and (not message_hooks or new_client in our_hooks(rig)[0])
+                len(our_hooks(rig)) == len(HOOKS)
+                and (not message_hooks or new_client in our_hooks(rig)[0])
             ),
             10,
             "its hook",
@@ -113,7 +114,7 @@ def test_a_waiter_left_blocked_is_woken_by_the_next_daemon(rig: Rig) -> None:
     rig.start_tmux()
     rig.tmux.run("new-session", "-d", "-s", "other")
     daemon = Daemon(rig).wait_ready()
-    poll(lambda: len(our_hooks(rig)) == 1, 10, "the daemon's hook")
+    poll(lambda: len(our_hooks(rig)) == len(HOOKS), 10, "the daemon's hook")
     if "display-message" in our_hooks(rig)[0]:
         daemon.stop()
         pytest.skip("tmux 3.4+ pushes hook messages to the control client: no waiter")

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,13 +28,24 @@ from tmuxlocd.core.mirror import (
     Episode,
     Reread,
     ServerMirror,
+    death_told,
     hook_command,
     install_hooks,
+    loses_sigchld,
     remove_hooks,
     run_reread,
     uses_message_hooks,
 )
-from tmuxlocd.core.model import DIGEST_NAME, PANE_WINDOW_FORMAT, Pane, Window, group_panes
+from tmuxlocd.core.model import (
+    DIGEST_NAME,
+    PANE_WINDOW_FORMAT,
+    Pane,
+    Window,
+    digest_token,
+    group_panes,
+    parse_message_pane,
+    parse_pane_row,
+)
 from tmuxlocd.core.protocol import (
     NEED_DATA,
     ConfigError,
@@ -684,6 +696,52 @@ def test_the_digest_marks_only_what_differs() -> None:
     assert mirror.dirty
     assert effect.caught is not None and effect.caught.startswith("window links, @")
 
+    # A death nobody told (no pane-died hook ran: --no-hooks, a lost wait-for signal), and
+    # a status tmux reports late (a SIGCHLD lost before 3.6): each is a catch of its window.
+    mirror.take()
+    pid3 = str(state.panes["%3"].pid)
+    for shown, told in ((f"{pid3}", None), ("ds", "@2"), ("d3s", "@2"), ("ds15", "@2")):
+        assert mirror.on_event(digest(value.replace(pid3, shown))).caught == told, shown
+        mirror.take()
+    dead = msgspec.structs.replace(state.panes["%3"], dead=True, exit_status=3)
+    mirror.panes["%3"] = dead
+    assert mirror.on_event(digest(value.replace(pid3, "d3s"))).caught is None
+    assert digest_token(dead) == "d3s" and digest_token(state.panes["%3"]) == pid3
+
+
+def test_a_pane_row_says_a_death_its_exit_status_and_signal() -> None:
+    row = "P\t@1\t%1\t0\t1\t/dev/pts/1\t42\t0\t0\t80\t24\t"
+    live = parse_pane_row(row + "0")
+    assert (live.dead, live.exit_status, live.exit_signal) == (False, None, None)
+    for field, want in (
+        ("1:3:", (True, 3, None)),
+        ("1::15", (True, None, 15)),
+        ("1::", (True, None, None)),  # dead, not reaped yet (or a 3.2 signal death)
+        ("1", (True, None, None)),  # a row captured before the status was read
+    ):
+        pane = parse_pane_row(row + field)
+        assert (pane.dead, pane.exit_status, pane.exit_signal) == want, field
+    with pytest.raises(RowError):
+        parse_pane_row(row + "1:x:")
+    # The 3.4+ hook's words carry the same field.
+    word = "%1.0.1./dev/pts/1.42.0.0.80.24.1:0:"
+    assert parse_message_pane("@1", word).exit_status == 0
+
+
+def test_only_a_release_that_can_lose_a_sigchld_is_chased() -> None:
+    assert [loses_sigchld(v) for v in ("3.2a", "3.3a", "3.5a", "3.6b", "next-3.8", "?")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        True,
+    ]
+    live = parse_pane_row("P\t@1\t%1\t0\t1\t/dev/pts/1\t42\t0\t0\t80\t24\t0")
+    assert death_told(None) and not death_told(live)
+    assert not death_told(msgspec.structs.replace(live, dead=True))
+    assert death_told(msgspec.structs.replace(live, dead=True, exit_signal=9))
+
 
 # ------------------------------------------------------------------------------ re-reads
 
@@ -830,7 +888,8 @@ def test_hook_text_per_version() -> None:
         "set-option -saF @tmuxlocd_layouts '#{?#{e|<:#{n:@tmuxlocd_layouts},262144},"
         "|#{@tmuxlocd_layout_seq} #{window_id} #{window_zoomed_flag} #{window_layout}"
         "#{P: #{pane_id}.#{pane_index}.#{pane_active}.#{pane_tty}.#{pane_pid}.#{pane_left}."
-        "#{pane_top}.#{pane_width}.#{pane_height}.#{pane_dead}},}' ; "
+        "#{pane_top}.#{pane_width}.#{pane_height}."
+        "#{?pane_dead,1:#{pane_dead_status}:#{pane_dead_signal},0}},}' ; "
         "wait-for -S chan"
     )
     (*_, options) = remove_hooks(mirror)
@@ -841,13 +900,18 @@ def test_hook_text_per_version() -> None:
         "'tmuxlocd window-layout-changed #{window_id} "
         "#{window_zoomed_flag} #{window_layout}#{P: #{pane_id}.#{pane_index}.#{pane_active}."
         "#{pane_tty}.#{pane_pid}.#{pane_left}.#{pane_top}.#{pane_width}.#{pane_height}."
-        "#{pane_dead}}'"
+        "#{?pane_dead,1:#{pane_dead_status}:#{pane_dead_signal},0}}'"
     )
     mirror.spell = spelling.choose(["display-message"])
     assert hook_command(mirror, "window-layout-changed", "c").startswith("display -c ")
-    (argv,) = install_hooks(mirror, "c")
-    assert argv[:3] == ("set-hook", "-g", f"window-layout-changed[{HOOK_INDEX}]")
-    assert remove_hooks(mirror) == [("set-hook", "-gu", f"window-layout-changed[{HOOK_INDEX}]")]
+    layout, died = install_hooks(mirror, "c")
+    assert layout[:3] == ("set-hook", "-g", f"window-layout-changed[{HOOK_INDEX}]")
+    assert died[:3] == ("set-hook", "-g", f"pane-died[{HOOK_INDEX}]")
+    assert "tmuxlocd pane-died #{window_id} " in died[3]
+    assert remove_hooks(mirror) == [
+        ("set-hook", "-gu", f"window-layout-changed[{HOOK_INDEX}]"),
+        ("set-hook", "-gu", f"pane-died[{HOOK_INDEX}]"),
+    ]
 
 
 @pytest.mark.parametrize(

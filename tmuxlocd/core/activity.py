@@ -216,13 +216,18 @@ def exited_activity(before: Activity) -> Activity:
 
 
 def pane_with(pane: PaneRef, act: Activity) -> PaneRef:
+    # tmux's own word on a dead pane's end (the Location, from its rows) stands when the
+    # activity has none (a pane found dead rather than seen dying).
+    status, sig = act.exit_status, act.exit_signal
+    if status is None and sig is None and pane.dead:
+        status, sig = pane.exit_status, pane.exit_signal
     return msgspec.structs.replace(
         pane,
         command=act.command,
         busy=act.busy,
         dead=act.dead or pane.dead,
-        exit_status=act.exit_status,
-        exit_signal=act.exit_signal,
+        exit_status=status,
+        exit_signal=sig,
     )
 
 

@@ -49,10 +49,11 @@ class PaneRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     width: int
     height: int
     # Pane activity (spec "Pane activity").  Left out of the JSON at their defaults, so a
-    # Location of a live pane is what it was before they existed.  ``dead`` comes from
-    # tmux's re-reads; the others are filled only in answers about activity (waits,
-    # pane.activity events, the tree, list_panes): the hub's Locations keep the defaults,
-    # so change detection, ETags and the text form never see a command start or end.
+    # Location of a live pane is what it was before they existed.  ``dead``, ``exit_status``
+    # and ``exit_signal`` come from tmux's rows, in every Location; ``command`` and ``busy``
+    # are filled only in answers about activity (waits, pane.activity events, the tree,
+    # list_panes): the hub's Locations keep their defaults, so change detection, ETags and
+    # the text form never see a command start or end.
     command: str = ""
     busy: bool | None = None
     dead: bool = False
@@ -208,6 +209,8 @@ def window_locations(
                 width=pane.width,
                 height=pane.height,
                 dead=pane.dead,
+                exit_status=pane.exit_status,
+                exit_signal=pane.exit_signal,
                 floating=covers is not None,
                 covers=covers or (),
             )

@@ -778,25 +778,49 @@ class Episode:
 # Hooks go at this index of each hook's array, so a user's hooks (normally at [0], [1] ...)
 # are never replaced; `set-hook -gu 'name[7741]'` removes exactly ours.
 HOOK_INDEX = 7741
-# Only one hook is needed.  Every other location change in a session we are not attached to
-# is announced to all control clients anyway (window add/close/rename, active pane, current
-# window, session create/close/rename: research §2.1), or to nobody at all (respawn, silent
-# swap-window, renumbering: the digest's job).  What reaches only the attached session is
-# %layout-change: splits, kills, resizes, layouts, pane exits, break/join -- all of which
-# fire window-layout-changed.
-HOOKS = ("window-layout-changed",)
+# Every other location change in a session we are not attached to is announced to all
+# control clients anyway (window add/close/rename, active pane, current window, session
+# create/close/rename: research §2.1), or to nobody at all (respawn, silent swap-window,
+# renumbering: the digest's job).  What reaches only the attached session is %layout-change:
+# splits, kills, resizes, layouts, pane exits, break/join -- all of which fire
+# window-layout-changed.  A pane's death under remain-on-exit is announced to nobody, in any
+# session: pane-died runs once tmux has both the pane's end and its exit status, so its rows
+# carry the status (before 3.6 a SIGCHLD lost to libutempter delays it: pane_exits).
+HOOKS = ("window-layout-changed", "pane-died")
+
+
+def release(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a tmux version string (``3.3a``, ``next-3.8``); None if unreadable."""
+    digits = "".join(ch if ch.isdigit() or ch == "." else " " for ch in version)
+    parts = digits.split()
+    try:
+        major, minor = [*parts[0].split("."), "0"][:2]
+        return int(major), int(minor or 0)
+    except (ValueError, IndexError):
+        return None
 
 
 def uses_message_hooks(version: str) -> bool:
     """tmux 3.4+ delivers ``display-message -c <control client>`` as a %message line: a push
     with no extra client.  3.3 has no such line, so it uses a wait-for channel."""
-    digits = "".join(ch if ch.isdigit() or ch == "." else " " for ch in version)
-    parts = digits.split()
-    try:
-        major, minor = [*parts[0].split("."), "0"][:2]
-        return (int(major), int(minor or 0)) >= (3, 4)
-    except (ValueError, IndexError):
-        return False
+    found = release(version)
+    return found is not None and found >= (3, 4)
+
+
+def loses_sigchld(version: str) -> bool:
+    """Before 3.6 (tmux fa5f3ce), a tmux built with libutempter can lose the SIGCHLD of a
+    pane's process: the pane shows dead without its exit status, and pane-died does not run,
+    until another SIGCHLD comes.  An unreadable version is taken as one that may."""
+    found = release(version)
+    return found is None or found < (3, 6)
+
+
+def death_told(pane: Pane | None) -> bool:
+    """Nothing more is to come of this pane's end: it is gone, or shown dead with its exit
+    status or signal."""
+    return pane is None or (
+        pane.dead and (pane.exit_status is not None or pane.exit_signal is not None)
+    )
 
 
 def hook_command(mirror: ServerMirror, hook: str, channel: str) -> str:

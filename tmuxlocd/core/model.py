@@ -52,7 +52,12 @@ _PANE_FIELDS = [
     "#{pane_top}",
     "#{pane_width}",
     "#{pane_height}",
-    "#{pane_dead}",
+    # "0" for a live pane; a dead one's "1:<status>:<signal>", each empty until tmux has
+    # reaped its process (before 3.6 a lost SIGCHLD leaves a dead pane without them:
+    # tmuxlocd.daemon.pane_exits); 3.2 has no pane_dead_signal (a signal death has neither).
+    # One field, so a row is as long as before: ":" (never a "." or space, which the hook's
+    # words are split by), and the conditional's commas are nested, not a loop's.
+    "#{?pane_dead,1:#{pane_dead_status}:#{pane_dead_signal},0}",
 ]
 # For `list-panes -a`: pane facts only (window facts come from list-windows, once per window,
 # which is much cheaper than repeating the layout on every pane row).
@@ -105,6 +110,9 @@ class Pane(msgspec.Struct, frozen=True, kw_only=True):
     width: int
     height: int
     dead: bool = False
+    # A dead pane's exit status or the signal that ended it, once tmux knows them.
+    exit_status: int | None = None
+    exit_signal: int | None = None
 
 
 def _int(value: str, what: str, row: str) -> int:
@@ -186,6 +194,8 @@ def parse_window_row(row: str) -> tuple[Winlink, Window]:
 
 def _pane(parts: list[str], row: str) -> Pane:
     wid, pid_, index, active, tty, pid, left, top, width, height, dead = parts
+    dead, _, ended = dead.partition(":")
+    status, _, signal = ended.partition(":")
     return Pane(
         id=_check_id(pid_, "%", row),
         window_id=_check_id(wid, "@", row),
@@ -198,6 +208,9 @@ def _pane(parts: list[str], row: str) -> Pane:
         width=_int(width, "pane_width", row),
         height=_int(height, "pane_height", row),
         dead=dead == "1",
+        exit_status=_int(status, "pane_dead_status", row) if status else None,
+        # A number: tmux names a signal only where libc has sys_signame (not Linux).
+        exit_signal=_int(signal, "pane_dead_signal", row) if signal else None,
     )
 
 
@@ -326,16 +339,28 @@ def sort_winlinks(links: Iterable[Winlink]) -> list[Winlink]:
 # 1,000 panes in 40 windows on 3.3a: about 7 ms of server CPU per evaluation with one field
 # per pane, 11 ms with three (pane_id, pane_pid, pane_dead), and about 2.5 ms more for the
 # windows' layouts.  So each pane contributes its pid only, in index order: a pane added,
-# removed or respawned changes its window's list.  A death under remain-on-exit changes no
-# Location field, so it is left to the next re-read of the window.
-# No commas inside the loops: there a comma separates the alternative format for the
-# current window or active pane.  (A layout *value* has commas; that is harmless.)
+# removed or respawned changes its window's list.  A dead pane (remain-on-exit) contributes
+# ``d<status>s<signal>`` instead, so a death the hooks did not tell (--no-hooks, a lost
+# wait-for signal) and a status tmux reports late (a lost SIGCHLD before 3.6) are found too;
+# a live pane costs one conditional more than its pid (``bench.tmux_costs``).
+# No commas at the loops' own level: there a comma separates the alternative format for the
+# current window or active pane.  (A conditional's commas, nested, and a layout *value*'s
+# are harmless.)
 
 DIGEST_NAME = "tmuxlocd-digest"
 DIGEST_FORMAT = (
     "#{S: S#{session_id}#{W: W#{window_id}.#{window_index}.#{window_zoomed_flag}"
-    ".#{window_layout}#{P: #{pane_pid}}}}"
+    ".#{window_layout}#{P: #{?pane_dead,d#{pane_dead_status}s#{pane_dead_signal},#{pane_pid}}}}}"
 )
+
+
+def digest_token(pane: Pane) -> str:
+    """What the digest says of ``pane`` (``DIGEST_FORMAT``'s pane part)."""
+    if pane.dead:
+        status = "" if pane.exit_status is None else str(pane.exit_status)
+        sig = "" if pane.exit_signal is None else str(pane.exit_signal)
+        return f"d{status}s{sig}"
+    return str(pane.pid)
 
 
 class DigestDiff(msgspec.Struct, frozen=True):
@@ -346,10 +371,10 @@ class DigestDiff(msgspec.Struct, frozen=True):
 def compare_digest(value: str, state: ServerState) -> DigestDiff:
     """What the digest says the model has wrong.  A malformed digest asks for everything."""
     links: set[tuple[str, str, int]] = set()
-    pids: dict[str, list[int]] = {}
+    pids: dict[str, list[str]] = {}
     shapes: dict[str, tuple[bool, str]] = {}
     session = ""
-    current: list[int] | None = None
+    current: list[str] | None = None
     try:
         for token in value.split():
             kind = token[0]
@@ -363,21 +388,21 @@ def compare_digest(value: str, state: ServerState) -> DigestDiff:
                 if current is not None:
                     pids[wid] = current
                     shapes[wid] = (zoomed == "1", layout)
-            elif token.isdigit():
+            elif token.isdigit() or token[0] == "d":
                 if current is not None:
-                    current.append(int(token))
+                    current.append(token)
             else:
                 raise ValueError(token)
     except (ValueError, IndexError):
         return DigestDiff(True, frozenset(state.windows))
     model_links = {(w.session_id, w.window_id, w.index) for w in state.winlinks}
-    known: dict[str, list[tuple[int, int]]] = {}
+    known: dict[str, list[tuple[int, str]]] = {}
     for pane in state.panes.values():
-        known.setdefault(pane.window_id, []).append((pane.index, pane.pid))
+        known.setdefault(pane.window_id, []).append((pane.index, digest_token(pane)))
     dirty = {
         wid
         for wid in pids.keys() | known.keys()
-        if pids.get(wid, []) != [pid for _, pid in sorted(known.get(wid, []))]
+        if pids.get(wid, []) != [token for _, token in sorted(known.get(wid, []))]
     }
     for wid, shape in shapes.items():
         known_window = state.windows.get(wid)

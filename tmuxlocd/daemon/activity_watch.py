@@ -55,6 +55,8 @@ CHASE_LAST_S = 0.128
 STATUS_GRACE_S = 0.02
 STATUS_GIVE_UP_S = 1.0
 DEAD_KEPT = 1024
+# The Location fields whose change a watch follows: a respawn, a death, its status.
+DEATH_FIELDS = frozenset({"pane.pid", "pane.dead", "pane.exit_status", "pane.exit_signal"})
 DEAD_FORMAT = "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"
 EXITED_HOOK_INDEX = 7741  # of pane-exited's array: a user's hooks (at [0], [1] ...) stay
 HOOK_TIMEOUT_S = 2.0  # a wait starts without the hook rather than hang on a stuck server
@@ -297,14 +299,26 @@ class ActivityWatcher:
     def _start(self, key: Key, loc: Location) -> _Watch:
         watch = _Watch(key, loc)
         if loc.pane.dead:
-            watch.activity = self._dead.get((key, watch.pid)) or activity.dead_activity(
-                activity.UNKNOWN, None, None
-            )
+            known = self._dead.get((key, watch.pid))
+            if loc.pane.exit_status is not None or loc.pane.exit_signal is not None:
+                known = activity.dead_activity(
+                    activity.UNKNOWN, loc.pane.exit_status, loc.pane.exit_signal
+                )
+            if known is not None:
+                watch.activity = known
+            else:
+                # Dead without its status yet (before 3.6 tmux may have lost the SIGCHLD):
+                # asked for, as for a death seen, before any wait is answered.
+                self._pane_ended(watch)
             return watch
         fd = proc.pidfd(watch.pid)
         if fd is not None:
             watch.pane_fd = fd
             asyncio.get_running_loop().add_reader(fd, self._pane_ended, watch)
+        elif proc.read(f"/proc/{watch.pid}/stat") is None:
+            # Ended and reaped before the watch began (the model has not shown the death
+            # yet): no pidfd can tell it any more, so it is taken as told now.
+            self._pane_ended(watch)
         return watch
 
     def _drop(self, watch: _Watch) -> None:
@@ -396,7 +410,9 @@ class ActivityWatcher:
 
     async def _exit_status(self, watch: _Watch) -> None:
         """The pane's process ended: the pane goes (remain-on-exit off: the re-read removes
-        it) or stays dead, and then tmux knows the status."""
+        it) or stays dead, and then tmux knows the status.  The model's rows carry it
+        (pane-died's hook, the observer's chase before 3.6); tmux is asked too, in case the
+        model is slow to show it."""
         server, pane = watch.key
         with contextlib.suppress(SyncFailed):
             await self.hub.sync(server)
@@ -404,7 +420,12 @@ class ActivityWatcher:
         give_up = loop.time() + STATUS_GIVE_UP_S
         delay = STATUS_GRACE_S
         dead: tuple[bool, int | None, int | None] | None = None
-        while not watch.closed and pane in self.hub.locations_of(server):
+        while not watch.closed and (loc := self.hub.locations_of(server).get(pane)) is not None:
+            if loc.pane.dead and (
+                loc.pane.exit_status is not None or loc.pane.exit_signal is not None
+            ):
+                dead = (True, loc.pane.exit_status, loc.pane.exit_signal)
+                break
             text = None
             if self.reader is not None:
                 text = await self.reader.pane_format(server, pane, DEAD_FORMAT)
@@ -471,7 +492,7 @@ class ActivityWatcher:
                     return True
                 case PaneChanged(location=loc, changed=changed):
                     key = (loc.server.socket_path, loc.pane.id)
-                    return key in self._watches and "pane.pid" in changed
+                    return key in self._watches and any(f in DEATH_FIELDS for f in changed)
                 case _:
                     return False
 
@@ -493,9 +514,30 @@ class ActivityWatcher:
                 case ServerDown(server=ref):
                     for key in [k for k in self._watches if k[0] == ref.socket_path]:
                         self._gone(key, "the tmux server went away")
+                case PaneChanged(location=loc) if loc.pane.dead:
+                    self._died(loc)
                 case _:
                     pass
         self._refresh()
+
+    def _died(self, loc: Location) -> None:
+        """The model shows a watched pane dead (pane-died's rows, a re-read): with its status,
+        the pane's waits are answered now, even if no pidfd saw the end (the process was
+        reaped before the watch began); without, it is asked for as for a death seen."""
+        watch = self._watches.get((loc.server.socket_path, loc.pane.id))
+        if watch is None or watch.closed or (loc.pane.pid and loc.pane.pid != watch.pid):
+            return  # not ours, or respawned (the refresh starts a new watch)
+        p = loc.pane
+        if p.exit_status is not None or p.exit_signal is not None:
+            if not watch.activity.dead:
+                self._close_fg(watch)
+                self._set(
+                    watch,
+                    activity.dead_activity(watch.activity, p.exit_status, p.exit_signal),
+                    publish=True,
+                )
+        elif not watch.exiting and not watch.activity.dead:
+            self._pane_ended(watch)
 
     def _gone_check(self) -> None:
         for key in list(self._watches):

@@ -12,7 +12,9 @@ and some changes are signalled to nobody:
    observer's own command queue);
 3. a safety net: a format subscription digest that tmux itself re-evaluates once a second;
    comparing it with the model names exactly the windows to re-read (respawned panes,
-   silent swap-window, renumbering, dead panes), and costs nothing when nothing changed.
+   silent swap-window, renumbering, dead panes), and costs nothing when nothing changed;
+4. below tmux 3.6, pidfds on the panes' processes (``pane_exits``): a death whose SIGCHLD
+   tmux lost runs no pane-died hook, and is chased from the kernel's word.
 
 The ``Watcher`` finds servers (every socket in the user's tmux socket directory, including
 ones that appear later, or only those named with -L / -S) and runs their observers.
@@ -49,6 +51,7 @@ from tmuxlocd.core.mirror import (
     ServerMirror,
     check,
     install_hooks,
+    loses_sigchld,
     remove_hooks,
     uses_message_hooks,
 )
@@ -57,6 +60,7 @@ from tmuxlocd.core.protocol import Event
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.control import ControlClient, reap, tmux_env
 from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.daemon.pane_exits import PaneExits
 from tmuxlocd.host.sockets import list_sockets, resolve_server, socket_alive, socket_dir
 
 log = logging.getLogger(__name__)
@@ -105,6 +109,7 @@ class ServerObserver:
         self._sync_idle = False  # the sync loop waits for ``_dirty`` (and does nothing else)
         self._told_unreadable: set[str] = set()  # layouts logged as unreadable (bounded)
         self._release: asyncio.TimerHandle | None = None  # of windows held for rows (3.3)
+        self._exits: PaneExits | None = None  # pidfds on the panes' processes (before 3.6)
         self._task: asyncio.Task[None] | None = None
         # The failure episode under way: one WARNING when it starts, one INFO when it ends.
         self.episode = Episode()
@@ -323,6 +328,14 @@ class ServerObserver:
             self._early_exits = 0
             (info,) = await client.run(mirror.spell(SERVER_FACTS))
             mirror.server_facts(info)
+            if loses_sigchld(mirror.version) and PaneExits.usable(mirror.pid):
+                assert mirror.pid is not None
+                self._exits = PaneExits(
+                    self.socket_path,
+                    mirror.pid,
+                    pane=lambda pane_id: mirror.panes.get(pane_id),
+                    reread=lambda window_id: self.mark(windows=(window_id,)),
+                )
             # Barriers asked for before this full re-read are answered by it (their tickets
             # may have been lost with the previous client, mid-sync).
             ticket = self.barriers.requested
@@ -375,6 +388,9 @@ class ServerObserver:
             if self._release is not None:
                 self._release.cancel()
                 self._release = None
+            if self._exits is not None:
+                self._exits.close()
+                self._exits = None
             for task in (sync_task, waiter_task):
                 if task is not None:
                     task.cancel()
@@ -630,7 +646,10 @@ class ServerObserver:
     def _publish(self) -> None:
         """Publish the mirror's model; a window layout that could not be read (its panes
         then have no neighbours) is logged once per layout string."""
-        self.hub.update(self.mirror.state())
+        state = self.mirror.state()
+        self.hub.update(state)
+        if self._exits is not None and state.by_window is not None:
+            self._exits.follow(state.by_window)
         unreadable = self.hub.server(self.socket_path).builder.unreadable
         for window_id, layout in unreadable.items():
             if layout not in self._told_unreadable and len(self._told_unreadable) < 64:
