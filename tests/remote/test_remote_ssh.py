@@ -275,39 +275,48 @@ def test_setsid_ssh_is_told_nothing(remote: Remote) -> None:
 # Connection sharing: every session's forwarded connections come from the master.
 
 
-def test_shared_master_never_tells_another_pane(remote: Remote) -> None:
-    a = remote.window()
-    b = remote.window()
+def test_shared_master_never_tells_another_pane(remote: Remote, rig: Rig) -> None:
+    a, b, c, d = (remote.window() for _ in range(4))
     control = f"{remote.dir}/cm-%C"
     remote.masters.append(control)
-    sock_a = remote.open(a, "ma", "-o", "ControlMaster=yes", "-o", f"ControlPath={control}")
-    # B's ssh finds A's master and becomes its client: B's -R is opened by the master.
-    sock_b = remote.open(b, "mb", "-o", "ControlMaster=auto", "-o", f"ControlPath={control}")
-    answer_a = remote.ask(a, sock_a, "ma")
-    answer_b = remote.ask(b, sock_b, "mb")
-    report.record(
-        report.Row("ControlMaster", f"A in {a}", "ssh -o ControlMaster=yes -R", told(answer_a))
-    )
-    report.record(
-        report.Row(
-            "ControlMaster",
-            f"B in {b}",
-            "ssh -o ControlMaster=auto -R (A's master)",
-            told(answer_b),
+    sessions = [
+        # A's ssh is the master; B's finds it and becomes its client: B's -R is opened by the
+        # master, and so are the connections to B's remote socket.
+        ("A", a, "ssh -o ControlMaster=yes -R", ("-o", "ControlMaster=yes")),
+        ("B", b, "ssh -o ControlMaster=auto -R (A's master)", ("-o", "ControlMaster=auto")),
+        # ControlMaster=no only keeps an ssh from becoming a master: with the ControlPath of a
+        # running one (a ControlPath in ~/.ssh/config, say) it is that master's client too.
+        ("C", c, "ssh -o ControlMaster=no -R (A's master)", ("-o", "ControlMaster=no")),
+    ]
+    answers = {}
+    for name, pane, _, options in sessions:
+        sock = remote.open(pane, name, *options, "-o", f"ControlPath={control}")
+        answers[name] = remote.ask(pane, sock, name)
+    # Sharing off: a connection of its own, beside the running master.
+    sock_d = remote.open(d, "D", "-o", "ControlMaster=auto", "-o", "ControlPath=none")
+    answer_d = remote.ask(d, sock_d, "D")
+    for name, pane, started, _ in sessions:
+        report.record(
+            report.Row("ControlMaster", f"{name} in {pane}", started, told(answers[name]))
         )
+    report.record(
+        report.Row("ControlMaster", f"D in {d}", "ssh -o ControlPath=none -R", told(answer_d))
     )
     # The must-never first: a session told another session's pane.
-    assert pane_of(answer_b) != a, f"the session in {b} was told {a}, its master's pane"
-    assert pane_of(answer_a) in (a, None), answer_a
-    assert pane_of(answer_b) in (b, None), answer_b
+    for name, pane, _, _ in sessions:
+        assert pane_of(answers[name]) in (pane, None), (
+            f"the session in {pane} was told {pane_of(answers[name])}, not its own pane or "
+            f"nothing: {answers[name]}"
+        )
+    assert_in_pane(answer_d, d, rig)
     # The contract (SPEC §2): a master serves several sessions, so none of them is told a
     # pane, and the answer says how to have one.
-    for answer in (answer_a, answer_b):
+    for answer in answers.values():
         assert_nothing(answer)
         assert answer["reason"] == "shared_ssh_master", answer
-        assert "ControlMaster=no" in answer["hint"], answer
-    remote.close(b)
-    remote.close(a)
+        assert isinstance(answer["hint"], str) and answer["hint"], answer
+    for pane in (d, c, b, a):
+        remote.close(pane)
 
 
 # ----------------------------------------------------------------------------------------------
