@@ -115,6 +115,7 @@ class Sshd:
                 stdin=subprocess.DEVNULL,
             )
         shutil.copy(self.root / "user_key.pub", self.root / "authorized_keys")
+        (self.root / "home").mkdir()
 
     def server_config(self) -> str:
         r = self.root
@@ -137,6 +138,11 @@ class Sshd:
                 "StreamLocalBindUnlink yes",
                 "PrintMotd no",
                 "PrintLastLog no",
+                # The remote shell is the user's login shell; its startup files are not the
+                # test's (bash run by sshd reads ~/.bashrc, which may wait on anything): HOME
+                # is an empty directory of the test's, and ~/.ssh/rc is not run.
+                f"SetEnv HOME={r}/home",
+                "PermitUserRC no",
                 "",
             ]
         )
