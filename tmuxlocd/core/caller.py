@@ -78,8 +78,9 @@ def nearest_tty_ancestor(
     """The ``tty_nr`` of the nearest proper ancestor of ``pid`` that has one, else 0.
 
     Ancestors on the tty ``skip`` (the caller's own, already known not to be a pane) are
-    passed over: under ``script`` or ``ssh -t`` the shell in between shares the caller's
-    new pty, and the useful hint is the pane further up.  ``stat_of`` looks a process up
+    passed over: under ``script`` the shell in between shares the caller's new pty, and the
+    useful hint is the pane further up.  (Under ``ssh -t`` there is none: the chain goes
+    up through sshd, not the pane.)  ``stat_of`` looks a process up
     (None when it is gone or unreadable); the walk follows ppid and stops at pid 1, at a
     vanished process, or after ``limit`` steps.  An ancestor for which ``shared`` holds
     (``serves_sessions``) ends the walk with ``SHARED_ANCESTOR``: its pane, or the one beyond
