@@ -180,10 +180,37 @@ def test_where_direct_matches_daemon(rig: Rig, daemon: Daemon) -> None:
 
 
 def test_where_direct_outside_tmux(rig: Rig) -> None:
+    """No tty: tmux is not asked (the rig's server is running), and the note says so."""
     res = run_cli(rig, "where", "--json", env=rig.env(TMUXLOCD_SOCKET=str(rig.root / "x.sock")))
     assert res.returncode == 3
     assert json.loads(res.stdout)["reason"] == "no_controlling_tty"
-    assert "computed directly from tmux" in res.stderr
+    assert res.stderr == "tmuxlocd: no daemon answered; no tmux server asked: no controlling tty\n"
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs script (util-linux)")
+def test_where_with_neither_daemon_nor_tmux_server(tmp_path: Path) -> None:
+    """A tty, no daemon, and no tmux server in the socket directory: the note says that
+    nothing answered, not that the answer came from tmux."""
+    (tmp_path / f"tmux-{os.getuid()}").mkdir(mode=0o700)
+    out, err = tmp_path / "out", tmp_path / "err"
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    env.update(TMUXLOCD_SOCKET=str(tmp_path / "nobody.sock"), TMUX_TMPDIR=str(tmp_path))
+    # script(1): a pty of its own, so that tmux is asked.
+    res = subprocess.run(
+        ["script", "-qec", f"{where_cmd('--json')} >{out} 2>{err}", os.devnull],
+        env=env,
+        check=False,
+        timeout=20,
+        capture_output=True,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+    assert res.returncode == 3, (res, err.read_text())  # script -e: the command's status
+    answer = json.loads(out.read_text())
+    assert answer["inside_tmux"] is False and answer["reason"] == "no_server", answer
+    assert answer["caller"]["tty"] is not None, answer
+    assert err.read_text() == "tmuxlocd: no daemon and no tmux server answered\n"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -204,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Print where this process is: its pane, window, session and layout, by the rule "
             "that its controlling tty is the pane's tty.  Exit 0 in a pane, 3 not.  When no "
-            "daemon answers, the answer is computed directly from tmux (a note on stderr)."
+            "daemon answers, the answer is computed directly from tmux (a note on stderr says "
+            "so, or that no tmux server answered or was asked)."
         ),
     )
     fmt = p.add_mutually_exclusive_group()
@@ -592,8 +593,8 @@ def where_direct(fmt: str, turn: int | None, neighbors: bool) -> int:
     from tmuxlocd.clients import direct
     from tmuxlocd.core.location import text_form
 
-    _err(direct.NOTE.removeprefix("tmuxlocd: "))
-    info = direct.where_am_i()
+    info, note = direct.where_and_note()
+    _err(note.removeprefix("tmuxlocd: "))
     if fmt == "json":
         sys.stdout.buffer.write(msgspec.json.encode(info) + b"\n")
     elif info.location is not None:

@@ -32,7 +32,12 @@ SelfInfo = SelfAnswer  # the name the clients give this answer
 
 QUERY_TIMEOUT = 5.0
 
+# What the answer was computed from, for the user (stderr): tmux; nothing, because no server
+# in the socket directory answered; nothing, because none was asked (a process with no tty,
+# nor an ancestor with one, is in no pane whatever tmux says).
 NOTE = "tmuxlocd: no daemon answered; computed directly from tmux"
+NOTHING_NOTE = "tmuxlocd: no daemon and no tmux server answered"
+UNASKED_NOTE = "tmuxlocd: no daemon answered; no tmux server asked: no controlling tty"
 
 # ----------------------------------------------------------------------------------------------
 # Pure parts.
@@ -40,6 +45,13 @@ NOTE = "tmuxlocd: no daemon answered; computed directly from tmux"
 
 def env_pane(env: Mapping[str, str]) -> str | None:
     return pane_id_hint(env.get("TMUX_PANE", ""))
+
+
+def note(view: StaticView, *, asked: bool) -> str:
+    """What an answer decided on ``view`` was computed from (``asked``: tmux was queried)."""
+    if not asked:
+        return UNASKED_NOTE
+    return NOTE if any(True for _ in view.server_states()) else NOTHING_NOTE
 
 
 # ----------------------------------------------------------------------------------------------
@@ -133,15 +145,37 @@ def where_and_view(
     accept_ancestor: bool = False,
 ) -> tuple[SelfAnswer, StaticView]:
     """``where_am_i``, and the view it was decided on (for the queries that follow)."""
+    answer, view, _ = _where(env, tmux, sockets, accept_ancestor)
+    return answer, view
+
+
+def where_and_note(
+    env: Mapping[str, str] | None = None,
+    *,
+    tmux: str | None = None,
+    sockets: Iterable[str] | None = None,
+) -> tuple[SelfAnswer, str]:
+    """``where_am_i``, and the note saying what it was computed from (``note``)."""
+    answer, view, asked = _where(env, tmux, sockets, False)
+    return answer, note(view, asked=asked)
+
+
+def _where(
+    env: Mapping[str, str] | None,
+    tmux: str | None,
+    sockets: Iterable[str] | None,
+    accept_ancestor: bool,
+) -> tuple[SelfAnswer, StaticView, bool]:
     env = os.environ if env is None else env
     pid = os.getpid()
     # This process's own environment: the TMUX_PANE it runs with, as /proc says of others.
     facts = identity.caller_facts(pid, identity.Own(identity.read_stat(pid), env_pane(env)))
     # A process with no tty, and no ancestor with one, is in no pane: nothing is queried.
-    if facts.tty_nr or facts.ancestor().tty_nr > 0:
+    asked = bool(facts.tty_nr or facts.ancestor().tty_nr > 0)
+    if asked:
         view = read_view(
             env, tmux=tmux, sockets=sockets, until_tty=facts.tty_nr, until_session=facts.session
         )
     else:
         view = StaticView([], rdev)
-    return decide_self(view, facts, accept_ancestor=accept_ancestor), view
+    return decide_self(view, facts, accept_ancestor=accept_ancestor), view, asked
