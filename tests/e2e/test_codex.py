@@ -506,6 +506,14 @@ def process_tree(codex: Codex) -> tuple[str, list[Proc]]:
     return text, rows
 
 
+def app_server_finding(cx: Codex) -> str:
+    """What ``tmuxlocd doctor codex`` says of the app-servers: its ``app-server`` line."""
+    out = cx.hrig.tmuxlocd("doctor", "codex").stdout
+    lines = [line for line in out.splitlines() if "app-server" in line]
+    assert lines, out
+    return lines[0].strip()
+
+
 def app_server_pids(codex_home: Path) -> list[int]:
     """The shared app-server and its updater, from the pid files Codex keeps in this HOME,
     each only while its command line still runs from this HOME (a reused pid is not)."""
@@ -567,9 +575,11 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
         start_tui(cx, a)
         got_a = submit(cx, a, prompt_a)
         agents_now()
+        doctors = [app_server_finding(cx)]
         start_tui(cx, b)
         got_b = submit(cx, b, prompt_b)
         agents_now()
+        doctors.append(app_server_finding(cx))
         tree, procs = process_tree(cx)
         # The TUI that started the shared server quits (its pane closes with it): the server
         # lives on, re-parented, and the other TUI's next prompt is still its own or nothing.
@@ -584,6 +594,13 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     print(tree)
 
     print(f"agents listed after each answer: {listed}")
+    print("doctor codex beside one TUI, then two: " + " | ".join(doctors))
+    if shared:
+        assert "1 TUI" not in doctors[0] and "TUI" in doctors[0], doctors
+        assert "connected; a session begun now is told its pane" in doctors[0], doctors
+        assert "2 TUIs connected" in doctors[1], doctors
+    else:
+        assert all("its own app-server" in d for d in doctors), doctors
     if shared:
         # The hooks are the shared server's children, in no pane; the kernel pairs the
         # server's accepted sockets with its clients (SPEC §2, verified_by client): A's

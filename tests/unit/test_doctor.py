@@ -686,3 +686,32 @@ def test_sources() -> None:
     assert gemini["gemini_system"] == Path("/s")
     assert doctor.sources("claude", False, HOME, CWD, {})["claude_json"] == HOME / ".claude.json"
     assert doctor.harness_dir("codex", HOME, {"CODEX_HOME": "/c"}) == Path("/c")
+
+
+@pytest.mark.parametrize(
+    ("running", "status", "words"),
+    [
+        ([], "ok", "no shared app-server runs now"),
+        ([(10, [(11, "/dev/pts/3")])], "ok", "TUI 11 on /dev/pts/3 connected; a session begun"),
+        ([(10, [])], "ok", "no TUI connected"),
+        (
+            [(10, [(11, "/dev/pts/3"), (12, "/dev/pts/4")])],
+            "warning",
+            "2 TUIs connected (11 on /dev/pts/3, 12 on /dev/pts/4); a session begun now is told",
+        ),
+        ([(10, None)], "warning", "cannot be read"),
+    ],
+)
+def test_doctor_says_whether_codex_tuis_on_a_shared_app_server_are_told_their_pane(
+    running: list[tuple[int, list[tuple[int, str]] | None]], status: str, words: str
+) -> None:
+    found = doctor.codex_app_servers({}, Path("c.toml"), lambda: running)
+    assert (found.check, found.status) == ("app-server", status)
+    assert words in found.found
+    assert (found.fix is not None) == (status != "ok")
+    if found.fix is not None:
+        assert "--own-app-server" in found.fix
+    own = doctor.codex_app_servers(
+        {"features": {"daemon_auto_start": False}}, Path("c.toml"), lambda: running
+    )
+    assert own.status == "ok" and "its own app-server" in own.found

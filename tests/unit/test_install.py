@@ -745,3 +745,40 @@ def test_codex_next_steps_tell_of_the_shared_app_server() -> None:
     for other in ("claude", "gemini"):
         assert install.CODEX_SHARED_SERVER not in install.next_steps(other, False, ["t"], False)
     assert install.CODEX_SHARED_SERVER not in install.next_steps("codex", False, ["t"], True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        'model = "x"\n',
+        'model = "x"\n\n[features]\nhooks = true\n',
+        "[features]\ndaemon_auto_start = true\n",
+        "# a comment\n[features]\ndaemon_auto_start = true  # mine\n[projects]\n",
+    ],
+)
+def test_own_app_server_sets_the_feature_and_remove_puts_back_what_was_there(text: str) -> None:
+    import tomlkit
+
+    after, note = install.edit_codex_features(text, "c", own_app_server=True, remove=False)
+    assert tomlkit.parse(after)["features"]["daemon_auto_start"] is False
+    assert note == install.CODEX_OWN_APP_SERVER and "trade-off" in note
+    again, _ = install.edit_codex_features(after, "c", own_app_server=True, remove=False)
+    assert again == after  # idempotent
+    back, _ = install.edit_codex_features(after, "c", own_app_server=False, remove=True)
+    if "mine" in text:  # tomlkit keeps the line; its comment was replaced by ours
+        assert tomlkit.parse(back) == tomlkit.parse(text)
+    else:
+        assert back == text
+
+
+def test_own_app_server_leaves_the_users_own_setting_alone() -> None:
+    mine = "[features]\ndaemon_auto_start = false\n"
+    assert install.edit_codex_features(mine, "c", own_app_server=True, remove=False) == (mine, None)
+    assert install.edit_codex_features(mine, "c", own_app_server=False, remove=True) == (mine, None)
+    # Without the flag, install changes nothing there.
+    plain = 'model = "x"\n'
+    assert install.edit_codex_features(plain, "c", own_app_server=False, remove=False) == (
+        plain,
+        None,
+    )

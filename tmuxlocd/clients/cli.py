@@ -372,6 +372,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="0",
         help="the hooks inject at most once per N ms (default 0: every change)",
     )
+    p.add_argument(
+        "--own-app-server",
+        action="store_true",
+        help="Codex: [features] daemon_auto_start = false, so that each TUI runs its own "
+        "app-server and every TUI is told its pane (the trade-off is printed; --remove puts "
+        "back what was there)",
+    )
     p.set_defaults(run=cmd_install)
 
     p = sub.add_parser(
@@ -849,6 +856,7 @@ def cmd_install(ns: argparse.Namespace) -> int:
         remove=ns.remove,
         min_interval_ms=floor,
         allow_sandbox=ns.allow_sandbox,
+        own_app_server=ns.own_app_server,
     )
     if status == EXIT_OK and not (ns.dry_run or ns.remove) and ns.harness != "systemd":
         from tmuxlocd.clients.doctor_probe import after_install

@@ -38,7 +38,7 @@ import json
 import os
 import shlex
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -521,6 +521,7 @@ def diagnose(
         elif ours:
             found += codex_trust(hooks_path, ours, config, state_path)
             found += _codex_features(config, state_path)
+            found.append(codex_app_servers(config, state_path))
         if project and config is not None:
             found.append(_codex_project(config, cwd, state_path))
     found += _mcp(
@@ -806,6 +807,74 @@ def _codex_features(config: Mapping[str, Any], state_path: Path) -> list[Finding
             )
         ]
     return []
+
+
+def codex_app_servers(
+    config: Mapping[str, Any],
+    state_path: Path,
+    running: Callable[[], list[tuple[int, list[tuple[int, str]] | None]]] | None = None,
+) -> Finding:
+    """Whether the Codex TUIs running now will be told their pane (spec §2): each with its
+    own app-server (``daemon_auto_start = false``), or, on a shared one, a session begun while
+    it has one TUI connected.  ``running``: each shared app-server's pid and its clients
+    (pid, tty), None when they cannot be read (``shared_app_servers``)."""
+    if _table(config, "features").get("daemon_auto_start") is False:
+        return Finding(
+            "codex",
+            "app-server",
+            OK,
+            f"[features] daemon_auto_start = false in {state_path}: each TUI runs its own "
+            "app-server, and every TUI is told its pane",
+        )
+    fix = (
+        "tmuxlocd install codex --own-app-server (each TUI its own app-server), or run one "
+        "Codex TUI at a time"
+    )
+    parts: list[str] = []
+    status = OK
+    for pid, clients in (running or shared_app_servers)():
+        if clients is None:
+            status = WARNING
+            parts.append(f"app-server {pid}: which TUIs are connected cannot be read")
+        elif len(clients) <= 1:
+            who = f"TUI {clients[0][0]} on {clients[0][1]}" if clients else "no TUI"
+            parts.append(f"app-server {pid}: {who} connected; a session begun now is told its pane")
+        else:
+            status = WARNING
+            tuis = ", ".join(f"{p} on {t}" for p, t in clients)
+            parts.append(
+                f"app-server {pid}: {len(clients)} TUIs connected ({tuis}); a session begun "
+                "now is told nothing (which TUI began it cannot be told), those begun "
+                "alone keep their pane"
+            )
+    if not parts:
+        parts.append(
+            "no shared app-server runs now; a session begun while one TUI is connected to "
+            "it is told its pane, one begun beside another TUI nothing"
+        )
+    return Finding("codex", "app-server", status, "; ".join(parts), fix if status != OK else None)
+
+
+def shared_app_servers() -> list[tuple[int, list[tuple[int, str]] | None]]:
+    """This user's Codex shared app-servers and their clients, each (pid, its tty's path)."""
+    from tmuxlocd.host import shared
+    from tmuxlocd.host.identity import read_stat, tty_path
+
+    out: list[tuple[int, list[tuple[int, str]] | None]] = []
+    for server in shared.servers():
+        if server.kind != "codex_app_server":
+            continue
+        pids = shared.clients_of(server.pid)
+        if pids is None:
+            out.append((server.pid, None))
+            continue
+        clients = []
+        for pid in pids:
+            stat = read_stat(pid)
+            tty = (tty_path(pid, stat.tty_nr) if stat and stat.tty_nr else None) or "no tty"
+            clients.append((pid, tty))
+        out.append((server.pid, clients))
+    return out
 
 
 def _codex_project(config: Mapping[str, Any], cwd: Path, state_path: Path) -> Finding:

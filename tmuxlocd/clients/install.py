@@ -554,6 +554,65 @@ def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[st
     return out, None
 
 
+OWN_APP_SERVER_MARK = "tmuxlocd install codex --own-app-server; before:"
+
+
+def edit_codex_features(
+    text: str, path: str, *, own_app_server: bool, remove: bool
+) -> tuple[str, str | None]:
+    """``config.toml`` with ``[features] daemon_auto_start = false`` (``own_app_server``), the
+    value before it kept in the line's comment; ``remove`` puts back what was there (the
+    value, or no line at all).  A value the user set is never taken out by ``remove``."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise InstallError(f"{path}: not valid TOML ({exc}); left untouched") from None
+    from tomlkit.items import Table
+
+    features = doc.get("features")
+    if features is not None and not isinstance(features, Table):
+        raise InstallError(f"{path}: features is not a [features] table; left untouched")
+    current = features.get("daemon_auto_start") if features is not None else None
+    comment = ""
+    if current is not None and features is not None:
+        comment = str(getattr(features.item("daemon_auto_start"), "trivia").comment)  # noqa: B009
+    ours = OWN_APP_SERVER_MARK in comment
+    if remove:
+        if not ours or features is None:
+            return text, None
+        before = comment.split(OWN_APP_SERVER_MARK, 1)[1].strip()
+        block = _features_block("unset")
+        if before == "unset" and text.endswith(block):  # as install appended it
+            head = text[: len(text) - len(block)]
+            return (head[:-1] if head.endswith("\n\n") else head), None
+        if before in ("true", "false"):
+            features["daemon_auto_start"] = before == "true"
+            trivia = getattr(features.item("daemon_auto_start"), "trivia")  # noqa: B009
+            trivia.comment = trivia.comment_ws = ""
+        else:
+            del features["daemon_auto_start"]
+            if not features:
+                del doc["features"]
+        return tomlkit.dumps(doc), None
+    if not own_app_server or ours or current is False:
+        return text, None
+    before = "unset" if current is None else str(bool(current)).lower()
+    if features is None:  # appended as text: everything else stays byte for byte
+        sep = "" if not text else "\n" if text.endswith("\n") else "\n\n"
+        return text + sep + _features_block(before), CODEX_OWN_APP_SERVER
+    item = tomlkit.item(False)
+    item.comment(f"{OWN_APP_SERVER_MARK} {before}")
+    features["daemon_auto_start"] = item
+    return tomlkit.dumps(doc), CODEX_OWN_APP_SERVER
+
+
+def _features_block(before: str) -> str:
+    return f"[features]\ndaemon_auto_start = false  # {OWN_APP_SERVER_MARK} {before}\n"
+
+
 def exe_of(entry: Any) -> list[str]:
     """The command words of an MCP entry, without its final ``mcp``."""
     return [str(entry.get("command")), *[str(a) for a in entry.get("args", [])][:-1]]
@@ -714,6 +773,7 @@ def plan_files(
     platform: str = sys.platform,
     env: dict[str, str] | None = None,
     sandbox_file: Path | None = None,
+    own_app_server: bool = False,
 ) -> list[FilePlan]:
     """The new text of every file (``texts``: the current ones, "" for a missing file).
 
@@ -757,6 +817,12 @@ def plan_files(
             # hooks; it is left as it is, and said.
             notes[box].append(str(exc))
     mcp_path = paths.get("mcp")
+    if harness == "codex" and mcp_path is not None and mcp_path.suffix == ".toml":
+        after[mcp_path], note = edit_codex_features(
+            after[mcp_path], str(mcp_path), own_app_server=own_app_server, remove=remove
+        )
+        if note:
+            notes[mcp_path].append(note)
     if mcp_path is not None and mcp_path.suffix == ".toml":
         after[mcp_path], note = edit_codex_toml(
             after[mcp_path], str(mcp_path), None if remove else exe
@@ -784,12 +850,19 @@ def plan_files(
 # Codex's shared app-server (``[features] daemon_auto_start``, on by default): docs/harnesses.md.
 CODEX_SHARED_SERVER = (
     "Current Codex runs one shared app-server for all its TUIs (started by the first, in the "
-    "background) and runs every session's hooks and MCP servers under it, with the first "
-    "TUI's TMUX_PANE.  tmuxlocd then places a session only by the one process writing its "
-    "transcript, and otherwise tells it nothing (never another TUI's pane); the MCP server "
-    "says it cannot tell.  For the hooks and the MCP server to run beside each TUI, in its "
-    "pane, set in ~/.codex/config.toml:  [features] daemon_auto_start = false  (then "
-    "restart Codex: `codex app-server stop` ends a running shared server)."
+    "background) and runs every session's hooks and MCP servers under it.  tmuxlocd places a "
+    "session by the one TUI connected to that server when the session began (the kernel "
+    "pairs the server's sockets with its clients); a session begun while two or more TUIs "
+    "were connected is told nothing (never another TUI's pane), and the MCP server says it "
+    "cannot tell.  For every TUI to be told its pane, give each its own app-server: "
+    "`tmuxlocd install codex --own-app-server` sets [features] daemon_auto_start = false "
+    "(then restart Codex: `codex app-server stop` ends a running shared server)."
+)
+CODEX_OWN_APP_SERVER = (
+    "[features] daemon_auto_start = false: each Codex TUI runs its own app-server, so its "
+    "hooks and MCP server run in its pane and every TUI is told its pane; the trade-off: no "
+    "shared server (each TUI starts its own, and threads are not shared between TUIs).  "
+    "`tmuxlocd install codex --remove` puts back what was there."
 )
 
 
@@ -968,6 +1041,7 @@ def run(
     remove: bool = False,
     min_interval_ms: int = 0,
     allow_sandbox: bool = False,
+    own_app_server: bool = False,
     home: Path | None = None,
     cwd: Path | None = None,
     exe: Sequence[str] | None = None,
@@ -982,6 +1056,9 @@ def run(
             out(f"tmuxlocd: systemd units have no sandbox to allow; {ALLOW_SANDBOX} does not apply")
             return 2
         return run_systemd(dry_run=dry_run, remove=remove, home=home, out=out)
+    if own_app_server and harness != "codex":
+        out("tmuxlocd: --own-app-server is Codex's (its shared app-server); not for " + harness)
+        return 2
     if harness not in HARNESSES:
         out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
         return 2
@@ -1006,6 +1083,7 @@ def run(
             allow_sandbox=allow_sandbox,
             env=environ,
             sandbox_file=box,
+            own_app_server=own_app_server,
         )
     except InstallError as exc:
         out(f"tmuxlocd: {exc}")

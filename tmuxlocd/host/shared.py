@@ -128,3 +128,22 @@ def clients_of(server: int) -> list[int] | None:
     except (OSError, ValueError, DumpError):
         return None
     return [pid for pid in holders(far) if pid != server]
+
+
+def servers(uid: int | None = None) -> list[Shared]:
+    """This user's running processes that serve several sessions by their command line
+    (Codex's shared app-server, Cline's hub): for ``tmuxlocd doctor``."""
+    uid = os.getuid() if uid is None else uid
+    found: list[Shared] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+        except OSError:
+            continue
+        server = by_cmdline(int(name))
+        if server is not None:
+            found.append(server)
+    return found
