@@ -149,7 +149,7 @@ def _list_clients(srv: Server) -> Outcome:
     return srv.run("list-clients", "-F", "#{client_control_mode}")
 
 
-# What differs with the daemon attached, per scenario, and nothing else (the README's
+# What differs with the daemon attached, per scenario, and nothing else (docs/side-effects.md's
 # side-effects section says why): with nobody else attached the daemon's control client is the
 # most recently active client, which formats of a client read; and it is listed.
 DIFFERS = {

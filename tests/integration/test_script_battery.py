@@ -1,6 +1,6 @@
 """Scripts beside the daemon: every command of ``tests/battery.py`` has the same outcome with
 the daemon attached as without it, but for what ``battery.DIFFERS`` names (and those do
-differ, so that the README's list stays true)."""
+differ, so that docs/side-effects.md's list stays true)."""
 
 from __future__ import annotations
 

@@ -356,7 +356,7 @@ def test_control_persist_master_tells_nothing(remote: Remote) -> None:
 
 # ----------------------------------------------------------------------------------------------
 # `ssh -t` to this host, the daemon's socket used directly: the chain of processes goes through
-# sshd, not the pane, so there is no ancestor pane either (the README's troubleshooting).
+# sshd, not the pane, so there is no ancestor pane either (docs/troubleshooting.md).
 
 
 def test_ssh_t_to_the_same_host_has_no_ancestor_pane(remote: Remote, rig: Rig) -> None:
