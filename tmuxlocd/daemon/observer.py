@@ -37,6 +37,7 @@ from tmuxlocd.core.attach import (
     parse_probe,
 )
 from tmuxlocd.core.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
+from tmuxlocd.core.invoke import client_argv
 from tmuxlocd.core.location import pane_neighbors
 from tmuxlocd.core.mirror import (
     HOOK_INDEX,
@@ -57,6 +58,7 @@ from tmuxlocd.core.protocol import Event
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.control import ControlClient, reap, tmux_env
 from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.host.lifeline import tie_to_us
 from tmuxlocd.host.sockets import list_sockets, resolve_server, socket_alive, socket_dir
 
 log = logging.getLogger(__name__)
@@ -223,18 +225,17 @@ class ServerObserver:
     # ------------------------------------------------------------------ before attaching
 
     async def _plain(self, *argv: str) -> tuple[int, list[str], str]:
-        """One command as a plain client (it never starts a server: no STARTSERVER), with a
+        """One command as a plain client (it never starts a server: ``-N``), with a
         deadline: exit status, output lines, the first line of its error output."""
         proc = await asyncio.create_subprocess_exec(
-            self.tmux,
-            "-S",
-            self.socket_path,
+            *client_argv(self.tmux, self.socket_path),
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=tmux_env(),
             start_new_session=True,
+            preexec_fn=tie_to_us(),
         )
         try:
             async with asyncio.timeout(PROBE_TIMEOUT):
@@ -444,6 +445,8 @@ class ServerObserver:
                 stderr=asyncio.subprocess.DEVNULL,
                 env={"PATH": os.environ.get("PATH", os.defpath)},
                 start_new_session=True,
+                # It waits in the server, not on us: it must not outlive a killed daemon.
+                preexec_fn=tie_to_us(),
                 limit=1 << 22,
             )
         )
