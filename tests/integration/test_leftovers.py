@@ -157,7 +157,7 @@ def test_no_client_of_a_killed_daemon_or_of_the_next_outlives_its_clean_stop(rig
 
 # A daemon as on a system where a child's life cannot be tied to it (host.lifeline).
 UNTIED = (
-    "import sys, tmuxlocd.host.lifeline as lifeline; lifeline._PRCTL = None; "
+    "import sys, tmuxlocd.host.lifeline as lifeline; lifeline._setpriv = lambda: None; "
     "from tmuxlocd.clients.cli import main; sys.exit(main(sys.argv[1:]))"
 )
 

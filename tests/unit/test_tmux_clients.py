@@ -3,9 +3,9 @@ starts ends with the daemon (SPEC §1).
 
 Read from the source with ``ast``: each process the package spawns must take its command
 line from ``invoke.client_argv`` (directly, or through ``waiter_argv``/``query_argv``, which
-are checked to begin with it), and each the daemon spawns must pass
-``preexec_fn=tie_to_us()``.  A new spawn that does neither fails here, not in a user's
-socket directory.
+are checked to begin with it), and each the daemon spawns must run it through
+``lifeline.tied``.  A new spawn that does neither fails here, not in a user's socket
+directory.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "tmuxlocd"
 # Spawning anywhere; and the subprocess module's helpers, whose names are common words.
 SPAWNERS = {"create_subprocess_exec", "create_subprocess_shell", "Popen", "posix_spawn"}
 SUBPROCESS_HELPERS = {"run", "call", "check_call", "check_output"}
+# Spawns that run no tmux, and why.
+NOT_TMUX = {"host/lifeline.py": "runs `setpriv --pdeathsig KILL -- true` once, to know it"}
 # Functions that build a whole command line on client_argv (checked below).
 BUILDERS = {"client_argv", "waiter_argv", "query_argv"}
 
@@ -51,16 +53,31 @@ def spawns() -> list[tuple[str, int, ast.Call]]:
             )
             if not helper and _name(node.func) not in SPAWNERS:
                 continue
-            found.append((str(path.relative_to(PACKAGE)), node.lineno, node))
+            if str(path.relative_to(PACKAGE)) not in NOT_TMUX:
+                found.append((str(path.relative_to(PACKAGE)), node.lineno, node))
     return found
 
 
+def _unstar(node: ast.expr) -> ast.expr:
+    return node.value if isinstance(node, ast.Starred) else node
+
+
+def tied(call: ast.Call) -> bool:
+    first = _unstar(call.args[0]) if call.args else None
+    return isinstance(first, ast.Call) and _name(first) == "tied"
+
+
 def first_argument_builder(call: ast.Call) -> str | None:
-    if not call.args:
-        return None
-    first = call.args[0]
-    if isinstance(first, ast.Starred):
-        first = first.value
+    """What the command line starts with: the builder called (through ``tied``, and the
+    first item of a list literal)."""
+    first = _unstar(call.args[0]) if call.args else None
+    while True:
+        if isinstance(first, ast.Call) and _name(first) == "tied" and first.args:
+            first = _unstar(first.args[0])
+        elif isinstance(first, ast.List) and first.elts:
+            first = _unstar(first.elts[0])
+        else:
+            break
     return _name(first) if isinstance(first, ast.Call) else None
 
 
@@ -74,13 +91,7 @@ def test_the_package_spawns_tmux_only_through_client_argv() -> None:
 def test_the_daemon_ties_every_client_to_its_life() -> None:
     daemon = [(p, line, call) for p, line, call in spawns() if p.startswith("daemon/")]
     assert daemon
-    untied = [
-        f"{path}:{line}"
-        for path, line, call in daemon
-        if not any(
-            kw.arg == "preexec_fn" and _name(kw.value) == "tie_to_us" for kw in call.keywords
-        )
-    ]
+    untied = [f"{path}:{line}" for path, line, call in daemon if not tied(call)]
     assert untied == [], f"a tmux client of the daemon that would outlive it: {untied}"
 
 

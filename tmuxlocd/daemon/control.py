@@ -27,7 +27,7 @@ from tmuxlocd.core.protocol import (
     Reply,
     command,
 )
-from tmuxlocd.host.lifeline import tie_to_us
+from tmuxlocd.host.lifeline import tied
 
 log = logging.getLogger(__name__)
 
@@ -98,21 +98,20 @@ class ControlClient:
         # guards nothing here (a control client runs any command anyway), and from tmux 3.7
         # on a command from outside tmux takes this client as its target client when no
         # other is more recently active, so ``send-keys`` would refuse ("client is read-only").
+        # tied: its stdin closing ends it with a killed daemon anyway; a wedged server that
+        # no longer reads it does not.
         self._proc = await asyncio.create_subprocess_exec(
-            *client_argv(tmux, socket_path, "-u"),
-            "-C",
-            attach,
-            "-E",
-            "-t",
-            session_id,
-            "-f",
-            "no-output,ignore-size",
+            *tied(
+                [
+                    *client_argv(tmux, socket_path, "-u"),
+                    *("-C", attach, "-E", "-t", session_id, "-f", "no-output,ignore-size"),
+                ]
+            ),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
             env=tmux_env(),
             start_new_session=True,
-            preexec_fn=tie_to_us(),
         )
         self._reader = asyncio.create_task(self._read_loop(), name=f"tmux-control-{socket_path}")
 

@@ -58,7 +58,8 @@ from tmuxlocd.core.protocol import Event
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.control import ControlClient, reap, tmux_env
 from tmuxlocd.daemon.hub import Hub
-from tmuxlocd.host.lifeline import tie_to_us
+from tmuxlocd.host import lifeline
+from tmuxlocd.host.lifeline import tied
 from tmuxlocd.host.sockets import list_sockets, resolve_server, socket_alive, socket_dir
 
 log = logging.getLogger(__name__)
@@ -228,14 +229,12 @@ class ServerObserver:
         """One command as a plain client (it never starts a server: ``-N``), with a
         deadline: exit status, output lines, the first line of its error output."""
         proc = await asyncio.create_subprocess_exec(
-            *client_argv(self.tmux, self.socket_path),
-            *argv,
+            *tied([*client_argv(self.tmux, self.socket_path), *argv]),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=tmux_env(),
             start_new_session=True,
-            preexec_fn=tie_to_us(),
         )
         try:
             async with asyncio.timeout(PROBE_TIMEOUT):
@@ -439,14 +438,14 @@ class ServerObserver:
         # The environment is cut to PATH: tmux copies a client's environment into the server.
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
-                *self.waiter_argv(),
+                # Tied: it waits in the server, not on us, and must not outlive a killed
+                # daemon (its next wake-up might never come).
+                *tied(self.waiter_argv()),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL,
                 env={"PATH": os.environ.get("PATH", os.defpath)},
                 start_new_session=True,
-                # It waits in the server, not on us: it must not outlive a killed daemon.
-                preexec_fn=tie_to_us(),
                 limit=1 << 22,
             )
         )
@@ -742,6 +741,11 @@ class Watcher:
 
     async def start(self) -> None:
         self.hub.attach(self)
+        if not lifeline.available():
+            log.info(
+                "setpriv --pdeathsig is not available: should the daemon be killed, its tmux "
+                "clients end only when their server wakes or answers them"
+            )
         if self.explicit:
             for path in self.explicit:
                 self._add(path)
