@@ -98,7 +98,8 @@ def test_example(example: Example) -> None:
         try:
             gate = "example-go"
             command = (
-                f"tmux wait-for {gate}; sh {shlex.quote(str(script))} >{out} 2>{err}; "
+                f"{shlex.join(rig.tmux.argv('wait-for', gate))}; "
+                f"sh {shlex.quote(str(script))} >{out} 2>{err}; "
                 f"echo $? >{rc}.tmp; mv {rc}.tmp {rc}; sleep 600"
             )
             pane = rig.tmux.run("new-window", "-d", "-P", "-F", "#{pane_id}", command).strip()

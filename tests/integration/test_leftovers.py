@@ -1,12 +1,13 @@
 """What a ``kill -9`` of the daemon leaves in tmux, and who removes it.
 
 A daemon killed outright cannot remove its hooks (``window-layout-changed[7741]`` and
-``pane-died[7741]``) or, on tmux 3.3, its hook waiter (an unattached ``tmux wait-for``
-client). Its control client goes by itself: its stdin closes with the daemon, and tmux
-detaches it. The waiter exits at the first layout change in a session other than the one the
-daemon was attached to (the hook wakes it). The hook stays until the next daemon's start,
-which replaces it at the same index and wakes any waiter still blocked; on 3.4+ it is a
-failing ``display-message`` to a client that is gone, which shows nothing to anyone.
+``pane-died[7741]``).  Its tmux clients go with it: the control client's stdin closes with the
+daemon, and tmux detaches it; the kernel ends the others, the 3.3 hook waiter (an unattached
+``tmux wait-for`` client that waits in the server, not on us) first among them
+(tmuxlocd.host.lifeline).  The hooks stay until the next daemon's start, which replaces them at
+the same index; on 3.4+ they are a failing ``display-message`` to a client that is gone, which
+shows nothing to anyone.  Where the system cannot tie a child's life to the daemon's, a waiter
+left blocked exits when its channel is signalled next: the next daemon's start does that.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemontest import Daemon, Rig
-from tests.tmuxtest import TMUX, poll
+from tests.daemontest import PYTHON, Daemon, Rig
+from tests.tmuxtest import TMUX, poll, start_time
 from tmuxlocd.daemon.observer import HOOK_INDEX, HOOKS
 
 pytestmark = [
@@ -54,7 +55,26 @@ def control_clients(rig: Rig) -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.endswith(" 1")]
 
 
-def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) -> None:
+def tmux_children(pid: int) -> dict[int, int]:
+    """The tmux processes ``pid`` started and that still run (pid -> start time)."""
+    found: dict[int, int] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                argv0 = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            started = start_time(int(child))
+            if os.path.basename(argv0) == b"tmux" and started is not None:
+                found[int(child)] = started
+    return found
+
+
+def still_running(processes: dict[int, int]) -> list[int]:
+    return sorted(pid for pid, started in processes.items() if start_time(pid) == started)
+
+
+def test_kill_9_takes_the_daemons_clients_along_and_leaves_the_hook(rig: Rig) -> None:
     rig.start_tmux()
     rig.tmux.run("new-session", "-d", "-s", "other")
     daemon = Daemon(rig).wait_ready()
@@ -70,15 +90,11 @@ def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) 
     os.kill(daemon.proc.pid, signal.SIGKILL)
     daemon.proc.wait()
 
-    # The control client goes by itself; the hook stays.
+    # The clients go by themselves, with no change in tmux to wake anything; the hook stays.
     poll(lambda: control_clients(rig) == [], 10, "the control client to go")
+    poll(lambda: waiters(rig.tmux.socket_path) == [], 10, "the waiter to go with its daemon")
     assert len(our_hooks(rig)) == len(HOOKS)
-    if not message_hooks:
-        # the waiter stays until the first layout change elsewhere, then exits
-        assert len(waiters(rig.tmux.socket_path)) == 1
-        rig.tmux.run("split-window", "-d", "-t", "other:")
-        poll(lambda: waiters(rig.tmux.socket_path) == [], 10, "the waiter to exit")
-    else:
+    if message_hooks:
         # a hook firing for a client that is gone fails quietly: nothing in the messages
         rig.tmux.run("split-window", "-d", "-t", "other:")
         # (3.4 and 3.5 let only a client read the message log; 3.6 lets anyone)
@@ -110,10 +126,55 @@ def test_kill_9_leftovers_go_with_the_first_change_or_the_next_daemon(rig: Rig) 
     )
 
 
+def test_no_client_of_a_killed_daemon_or_of_the_next_outlives_its_clean_stop(rig: Rig) -> None:
+    """Counted by the pids each daemon started (read from /proc before it went), by tmux's
+    own list of clients, and by the waiters naming the server."""
+    rig.start_tmux()
+    rig.tmux.run("new-session", "-d", "-s", "other")
+    first = Daemon(rig).wait_ready()
+    poll(lambda: len(control_clients(rig)) == 1, 10, "the first daemon's control client")
+    if "display-message" not in "".join(our_hooks(rig)):
+        poll(lambda: len(waiters(rig.tmux.socket_path)) == 1, 10, "its hook waiter (3.3)")
+    started = tmux_children(first.proc.pid)
+    assert started, "the first daemon runs no tmux client"
+    os.kill(first.proc.pid, signal.SIGKILL)
+    first.proc.wait()
+    poll(lambda: still_running(started) == [], 10, "the killed daemon's tmux clients to end")
+
+    second = Daemon(rig).wait_ready()
+    poll(lambda: len(control_clients(rig)) == 1, 10, "the second daemon's control client")
+    started.update(tmux_children(second.proc.pid))
+    assert second.stop() == 0, second.logs()
+    poll(
+        lambda: (
+            still_running(started) == []
+            and control_clients(rig) == []
+            and waiters(rig.tmux.socket_path) == []
+        ),
+        10,
+        "no tmux client of either daemon",
+    )
+
+
+# A daemon as on a system where a child's life cannot be tied to it (host.lifeline).
+UNTIED = (
+    "import sys, tmuxlocd.host.lifeline as lifeline; lifeline._setpriv = lambda: None; "
+    "from tmuxlocd.clients.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def untied_daemon(rig: Rig) -> Daemon:
+    argv = [
+        PYTHON, "-c", UNTIED, "serve", "-S", rig.tmux.socket_path,
+        "--listen", f"unix:{rig.daemon_socket}", "--log-level", "debug",
+    ]  # fmt: skip
+    return Daemon.from_argv(rig, argv, socket=rig.daemon_socket, env=rig.env())
+
+
 def test_a_waiter_left_blocked_is_woken_by_the_next_daemon(rig: Rig) -> None:
     rig.start_tmux()
     rig.tmux.run("new-session", "-d", "-s", "other")
-    daemon = Daemon(rig).wait_ready()
+    daemon = untied_daemon(rig).wait_ready()
     poll(lambda: len(our_hooks(rig)) == len(HOOKS), 10, "the daemon's hook")
     if "display-message" in our_hooks(rig)[0]:
         daemon.stop()
@@ -122,6 +183,8 @@ def test_a_waiter_left_blocked_is_woken_by_the_next_daemon(rig: Rig) -> None:
     (stale,) = waiters(rig.tmux.socket_path)
     os.kill(daemon.proc.pid, signal.SIGKILL)
     daemon.proc.wait()
+    # Not tied to the daemon: it waits on in the server until something signals.
+    assert stale in waiters(rig.tmux.socket_path)
     again = Daemon(rig).wait_ready()
     try:
         poll(lambda: stale not in waiters(rig.tmux.socket_path), 10, "the stale waiter to go")

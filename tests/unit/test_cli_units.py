@@ -570,7 +570,8 @@ def test_env_pane() -> None:
 
 def test_query_argv_and_parse() -> None:
     argv = oneshot.query_argv("tmux", "/s")
-    assert argv[:6] == ["tmux", "-u", "-S", "/s", "-f", os.devnull]
+    # -N: a server that went away is not started again by the read (invoke.client_argv).
+    assert argv[:5] == ["tmux", "-N", "-u", "-S", "/s"]
     assert argv.count(";") == 3 and argv[-3:] == ["display-message", "-p", oneshot.PID_FORMAT]
     assert SESSION_FORMAT in argv and WINDOW_FORMAT in argv and PANE_FORMAT in argv
     out = "\n".join(

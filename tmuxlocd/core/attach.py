@@ -9,11 +9,12 @@ shell (tmuxlocd.daemon.observer) runs them; the bench builds the same command li
 from __future__ import annotations
 
 from tmuxlocd.core.errors import CommandFailed
+from tmuxlocd.core.invoke import client_argv
 from tmuxlocd.core.mirror import LAYOUTS_OPTION
 from tmuxlocd.core.model import id_number
 from tmuxlocd.core.spelling import Spelling
 
-# Before attaching, as a plain client: it never starts a server.
+# Before attaching, as a plain client (invoke.client_argv: it never starts a server).
 PROBE_SESSIONS = ("list-sessions", "-F", "#{session_id} #{session_attached}")
 # The session a command run from outside tmux with no target goes to (tmux's own rule,
 # cmd_find_from_nothing: the most recently active session), asked the same way.
@@ -58,7 +59,7 @@ def waiter_argv(
         rounds += [";", *spell(("set-option", "-su", LAYOUTS_OPTION))]
     # -u: without it a client of this cut environment is not UTF-8, and tmux rewrites
     # what it prints for it (control characters become "_").
-    return [tmux, "-u", "-S", socket_path, *rounds]
+    return [*client_argv(tmux, socket_path, "-u"), *rounds]
 
 
 def parse_probe(lines: list[str]) -> list[tuple[str, int]]:

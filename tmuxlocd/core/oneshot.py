@@ -3,12 +3,14 @@ its output as the ServerState the daemon would hold.
 
 ``list-sessions``, ``list-windows -a``, ``list-panes -a`` and a ``display-message`` for the
 server's pid, with the row formats the daemon parses (``tmuxlocd.core.model``), so that the
-Location is built by the same code.  No command used here can start a server.
+Location is built by the same code.  No command used here can start a server, and the
+client is told not to (``invoke.client_argv``).
 """
 
 from __future__ import annotations
 
 from tmuxlocd.core.errors import RowError
+from tmuxlocd.core.invoke import client_argv
 from tmuxlocd.core.model import (
     PANE_FORMAT,
     SESSION_FORMAT,
@@ -26,7 +28,7 @@ def query_argv(tmux: str, socket: str) -> list[str]:
     """One tmux invocation for a whole server.  ``display-message`` goes last: tmux stops a
     command sequence at its first error, and the lists never fail on a live server."""
     return [
-        tmux, "-u", "-S", socket, "-f", "/dev/null",
+        *client_argv(tmux, socket, "-u"),
         "list-sessions", "-F", SESSION_FORMAT, ";",
         "list-windows", "-a", "-F", WINDOW_FORMAT, ";",
         "list-panes", "-a", "-F", PANE_FORMAT, ";",

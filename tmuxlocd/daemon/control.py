@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from tmuxlocd.core.errors import CommandTimeout, ProtocolError, TmuxUnavailable
+from tmuxlocd.core.invoke import client_argv
 from tmuxlocd.core.protocol import (
     NEED_DATA,
     ConfigError,
@@ -26,6 +27,7 @@ from tmuxlocd.core.protocol import (
     Reply,
     command,
 )
+from tmuxlocd.host.lifeline import tied
 
 log = logging.getLogger(__name__)
 
@@ -88,27 +90,23 @@ class ControlClient:
         self, tmux: str, socket_path: str, session_id: str, *, attach: str = "attach-session"
     ) -> None:
         """``attach`` is the spelling of attach-session that no command alias takes over."""
-        # -u: names come through as UTF-8 whatever the locale; -f /dev/null: should the server
-        # die between our probe and this attach, a server started by it loads no config and
-        # exits; -E: the session's update-environment is left alone; the client flags keep
+        # -N (client_argv): should the server die between our probe and this attach, the
+        # attach fails ("no server running") instead of starting a server on a socket file
+        # that would outlive it; -u: names come through as UTF-8 whatever the locale;
+        # -E: the session's update-environment is left alone; the client flags keep
         # tmux from sending pane output or resizing anything for us.  Not read-only: that flag
         # guards nothing here (a control client runs any command anyway), and from tmux 3.7
         # on a command from outside tmux takes this client as its target client when no
         # other is more recently active, so ``send-keys`` would refuse ("client is read-only").
+        # tied: its stdin closing ends it with a killed daemon anyway; a wedged server that
+        # no longer reads it does not.
         self._proc = await asyncio.create_subprocess_exec(
-            tmux,
-            "-u",
-            "-S",
-            socket_path,
-            "-f",
-            os.devnull,
-            "-C",
-            attach,
-            "-E",
-            "-t",
-            session_id,
-            "-f",
-            "no-output,ignore-size",
+            *tied(
+                [
+                    *client_argv(tmux, socket_path, "-u"),
+                    *("-C", attach, "-E", "-t", session_id, "-f", "no-output,ignore-size"),
+                ]
+            ),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,

@@ -39,6 +39,7 @@ from tmuxlocd.core.attach import (
     parse_probe,
 )
 from tmuxlocd.core.errors import CommandFailed, CommandTimeout, RowError, TmuxUnavailable
+from tmuxlocd.core.invoke import client_argv
 from tmuxlocd.core.location import pane_neighbors
 from tmuxlocd.core.mirror import (
     HOOK_INDEX,
@@ -61,6 +62,8 @@ from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.control import ControlClient, reap, tmux_env
 from tmuxlocd.daemon.hub import Hub
 from tmuxlocd.daemon.pane_exits import PaneExits
+from tmuxlocd.host import lifeline
+from tmuxlocd.host.lifeline import tied
 from tmuxlocd.host.sockets import list_sockets, resolve_server, socket_alive, socket_dir
 
 log = logging.getLogger(__name__)
@@ -228,13 +231,10 @@ class ServerObserver:
     # ------------------------------------------------------------------ before attaching
 
     async def _plain(self, *argv: str) -> tuple[int, list[str], str]:
-        """One command as a plain client (it never starts a server: no STARTSERVER), with a
+        """One command as a plain client (it never starts a server: ``-N``), with a
         deadline: exit status, output lines, the first line of its error output."""
         proc = await asyncio.create_subprocess_exec(
-            self.tmux,
-            "-S",
-            self.socket_path,
-            *argv,
+            *tied([*client_argv(self.tmux, self.socket_path), *argv]),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -454,7 +454,9 @@ class ServerObserver:
         # The environment is cut to PATH: tmux copies a client's environment into the server.
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
-                *self.waiter_argv(),
+                # Tied: it waits in the server, not on us, and must not outlive a killed
+                # daemon (its next wake-up might never come).
+                *tied(self.waiter_argv()),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL,
@@ -758,6 +760,11 @@ class Watcher:
 
     async def start(self) -> None:
         self.hub.attach(self)
+        if not lifeline.available():
+            log.info(
+                "setpriv --pdeathsig is not available: should the daemon be killed, its tmux "
+                "clients end only when their server wakes or answers them"
+            )
         if self.explicit:
             for path in self.explicit:
                 self._add(path)
