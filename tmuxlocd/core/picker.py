@@ -51,8 +51,7 @@ def row(agent: Mapping[str, Any], now: float, width: int) -> str:
         f"{place:<14}",
         agent.get("reason") or "",
     ]
-    text = "  ".join(cells).rstrip()
-    text = "".join(c if c.isprintable() else " " for c in text)
+    text = "".join(c if c.isprintable() else " " for c in "  ".join(cells)).rstrip()
     return text[: max(0, width)]
 
 
