@@ -337,8 +337,10 @@ async def test_health(api: Api, hub: Hub) -> None:
         "subscribers",
         "waits",
         "watched_panes",
+        "alerts",
     }
     assert body["status"] == "ok" and body["subscribers"] == 0
+    assert body["alerts"] is None  # off by default
     assert isinstance(body["version"], str) and body["uptime_s"] >= 0
     alpha = next(s for s in body["servers"] if s["socket_path"] == A)
     assert set(alpha) == {

@@ -22,7 +22,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "tmuxlocd"
 SPAWNERS = {"create_subprocess_exec", "create_subprocess_shell", "Popen", "posix_spawn"}
 SUBPROCESS_HELPERS = {"run", "call", "check_call", "check_output"}
 # Spawns that run no tmux, and why.
-NOT_TMUX = {"host/lifeline.py": "runs `setpriv --pdeathsig KILL -- true` once, to know it"}
+NOT_TMUX = {
+    "host/lifeline.py": "runs `setpriv --pdeathsig KILL -- true` once, to know it",
+    "daemon/alert_channels.py": "runs gdbus and the user's alert command, never tmux",
+}
 # Functions that build a whole command line on client_argv (checked below).
 BUILDERS = {"client_argv", "waiter_argv", "query_argv"}
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tmuxlocd.clients.client import Client, Tree
+    from tmuxlocd.core.answers import AlertsHealth
     from tmuxlocd.core.events import Event
 
 EXIT_OK = 0
@@ -147,8 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Run the daemon: watch tmux servers through control mode and answer on the "
             "listeners.  Flags override the config file "
             "($XDG_CONFIG_HOME/tmuxlocd/config.toml, keys: listen, socket-name, socket-path, "
-            "hooks, log-level, stream-write-timeout, pane-options).  An invalid config exits "
-            "with status 2."
+            "hooks, log-level, stream-write-timeout, pane-options, alerts, alert-delay, "
+            "alert-turn-end, alert-channels, alert-command, alert-timeout, alert-terminal).  "
+            "An invalid config exits with status 2."
         ),
     )
     p.add_argument(
@@ -195,6 +197,49 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="keep the pane user option @tmuxlocd_agent (e.g. 'claude waiting') on each "
         "agent's pane, for pane-border-format or status-format",
+    )
+    p.add_argument(
+        "--alerts",
+        action="store_true",
+        default=None,
+        help="alert when an agent has been waiting for --alert-delay seconds (off by default)",
+    )
+    p.add_argument(
+        "--alert-delay",
+        type=float,
+        metavar="S",
+        help="a wait this long gets its alert (default 2; shorter ones, such as permissions "
+        "a harness approves on its own, none)",
+    )
+    p.add_argument(
+        "--alert-turn-end",
+        type=float,
+        metavar="S",
+        help="also alert when a turn that lasted at least S seconds ends (default 0: never)",
+    )
+    p.add_argument(
+        "--alert-channel",
+        dest="alert_channels",
+        action="append",
+        choices=("desktop", "terminal", "tmux", "command"),
+        help="where alerts go (repeatable; default desktop and tmux)",
+    )
+    p.add_argument(
+        "--alert-command",
+        metavar="CMD",
+        help="run this command for each alert and each clear (split like a shell's words, "
+        "never run by one), the agent's fields in its environment",
+    )
+    p.add_argument(
+        "--alert-timeout",
+        type=float,
+        metavar="S",
+        help="each alert delivery's deadline (default 5)",
+    )
+    p.add_argument(
+        "--alert-terminal",
+        choices=("osc9", "osc777"),
+        help="the terminal channel's escape sequence (default osc9)",
     )
     p.set_defaults(run=cmd_serve)
 
@@ -412,6 +457,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_status)
 
     p = sub.add_parser(
+        "alert",
+        help="the daemon's alerts on agents (--test: one through each channel)",
+        description="With --test, the daemon sends one test alert through each configured "
+        "alert channel and says how each went.  Exit 1 if one failed or alerts are off.",
+    )
+    p.add_argument("--test", action="store_true", help="send one test alert through each channel")
+    p.set_defaults(run=cmd_alert)
+
+    p = sub.add_parser(
         "token",
         help="the bearer token of the TCP listeners (--rotate: a new one)",
         description="Print the bearer token TCP requests need (Authorization: Bearer ...), "
@@ -456,6 +510,7 @@ def _no_daemon(path: str) -> int:
 
 def cmd_serve(ns: argparse.Namespace) -> int:
     import asyncio
+    import shlex
     from pathlib import Path
 
     from tmuxlocd.core.errors import ConfigError
@@ -473,6 +528,13 @@ def cmd_serve(ns: argparse.Namespace) -> int:
             log_level=ns.log_level,
             stream_write_timeout=ns.stream_write_timeout,
             pane_options=ns.pane_options,
+            alerts=ns.alerts,
+            alert_delay=ns.alert_delay,
+            alert_turn_end=ns.alert_turn_end,
+            alert_channels=tuple(ns.alert_channels or ()),
+            alert_command=tuple(shlex.split(ns.alert_command)) if ns.alert_command else None,
+            alert_timeout=ns.alert_timeout,
+            alert_terminal=ns.alert_terminal,
         )
     except ConfigError as exc:
         _err(str(exc))
@@ -897,9 +959,54 @@ def cmd_status(ns: argparse.Namespace) -> int:
             if srv.last_error:
                 # What the daemon shows of this server may be stale until this clears.
                 print(f"    error: {srv.last_error}")
+        if health.alerts is not None:
+            for text in alert_lines(health.alerts):
+                print(text)
         return EXIT_OK if health.status == "ok" else EXIT_ERROR
 
     return _run_client(run)
+
+
+def alert_lines(alerts: AlertsHealth) -> list[str]:
+    turn = f", turn end after {alerts.turn_end_s:g} s" if alerts.turn_end_s else ""
+    head = f"  alerts: after {alerts.delay_s:g} s waiting{turn}; "
+    out = [head + f"{alerts.pending} pending, {alerts.standing} standing"]
+    for channel in alerts.channels:
+        failed = f", {channel.failed} failed" if channel.failed else ""
+        out.append(f"    {channel.name}: {channel.sent} sent{failed}")
+        if channel.last_error:
+            when = "error" if channel.failing else "last error"
+            out.append(f"      {when}: {channel.last_error}")
+    return out
+
+
+def cmd_alert(ns: argparse.Namespace) -> int:
+    import json
+
+    if not ns.test:
+        _err("nothing to do: --test sends one test alert through each channel")
+        return EXIT_USAGE
+    path = daemon_socket()
+    try:
+        # Each channel has its own deadline (alert-timeout); this one only bounds a daemon
+        # that does not answer at all.
+        resp = raw_request(path, "POST", "/v1/alerts/test", 120.0)
+    except (NoDaemon, OSError):
+        return _no_daemon(path)
+    if resp is None:
+        return _no_daemon(path)
+    if resp.status != 200:
+        _err(_error_text(resp))
+        return EXIT_ERROR
+    channels = json.loads(resp.body)["channels"]
+    for channel in channels:
+        if channel["ok"]:
+            print(f"{channel['name']}: sent")
+        else:
+            print(f"{channel['name']}: failed: {channel['error']}")
+    if not channels:
+        print("no alert channel configured")
+    return EXIT_OK if channels and all(c["ok"] for c in channels) else EXIT_ERROR
 
 
 def _duration(seconds: float) -> str:
@@ -987,6 +1094,11 @@ def add_agents_parsers(sub: Any) -> None:
         metavar="PANE",
         help="with --next: the pane you are in (default: this process's own)",
     )
+    p.add_argument(
+        "--pick",
+        action="store_true",
+        help="a picker for display-popup -E: the agents, waiting first; Enter goes to the pane",
+    )
     p.add_argument("--server", metavar="SOCKET", help="only this tmux server (path or -L name)")
     p.add_argument("--session", metavar="ID", help="only this session (id or self)")
     p.add_argument("--window", metavar="ID", help="only this window (id or self)")
@@ -1031,6 +1143,8 @@ def cmd_agents(ns: argparse.Namespace) -> int:
 
     if ns.watch:
         return _watch(ns)
+    if ns.pick:
+        return _pick(ns)
     try:
         state = ns.next or ns.state
         status, body = _get(agents_target(ns, state))
@@ -1052,6 +1166,25 @@ def cmd_agents(ns: argparse.Namespace) -> int:
     for agent in found:
         print(line(agent, now))
     return EXIT_OK
+
+
+def _pick(ns: argparse.Namespace) -> int:
+    from tmuxlocd.clients import picker
+
+    def fetch() -> list[dict[str, Any]]:
+        status, body = _get(agents_target(ns, None))
+        if status != 200:
+            raise ValueError(str(body))
+        found: list[dict[str, Any]] = body["agents"]
+        return found
+
+    try:
+        return picker.run(fetch)
+    except NoDaemon:
+        return _no_daemon(daemon_socket())
+    except ValueError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
 
 
 def line(agent: dict[str, Any], now: float) -> str:

@@ -163,6 +163,37 @@ class ServerHealth(msgspec.Struct, frozen=True, kw_only=True):
     safety_net_catches: int = 0
 
 
+class AlertChannelHealth(msgspec.Struct, frozen=True, kw_only=True):
+    """One alert channel (SPEC §14): what it delivered, what failed, and the last failure
+    (kept after it works again; ``failing`` says whether the last delivery failed)."""
+
+    name: str
+    sent: int = 0
+    failed: int = 0
+    failing: bool = False
+    last_error: str | None = None
+
+
+class AlertsHealth(msgspec.Struct, frozen=True, kw_only=True):
+    delay_s: float
+    turn_end_s: float
+    pending: int = 0  # waits not yet as long as the delay
+    standing: int = 0  # alerts fired and not yet cleared
+    channels: tuple[AlertChannelHealth, ...] = ()
+
+
+class AlertTestResult(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    ok: bool
+    error: str | None = None
+
+
+class AlertTestAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """``POST /v1/alerts/test``: each channel's delivery of one test alert."""
+
+    channels: tuple[AlertTestResult, ...] = ()
+
+
 class Health(msgspec.Struct, frozen=True, kw_only=True):
     status: str
     version: str = ""
@@ -171,6 +202,7 @@ class Health(msgspec.Struct, frozen=True, kw_only=True):
     subscribers: int = 0
     waits: int = 0  # pending GET /v1/panes/{pane}/wait
     watched_panes: int = 0  # panes whose activity is being watched (waits, activity streams)
+    alerts: AlertsHealth | None = None  # None: alerts are off
 
 
 class ServerFailure(msgspec.Struct, frozen=True, kw_only=True):

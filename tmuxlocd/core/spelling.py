@@ -57,13 +57,17 @@ USED = (
     "attach-session",
     "display-message",
     "if-shell",
+    "list-clients",
     "list-panes",
     "list-sessions",
     "list-windows",
     "refresh-client",
+    "select-pane",
+    "select-window",
     "set-hook",
     "set-option",
     "show-options",
+    "switch-client",
     "wait-for",
 )
 

@@ -239,6 +239,8 @@ class AgentRegistry:
         self._options_wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._saving: asyncio.TimerHandle | None = None
+        # Told of every change, after the events are published (the alerts, SPEC §14).
+        self.on_change: list[Callable[[list[Change]], None]] = []
         hub.on_published.append(self.published)
 
     # ------------------------------------------------------------------ life
@@ -323,6 +325,8 @@ class AgentRegistry:
             for c in changes
         ]
         self.hub.publish(list(events))
+        for listener in list(self.on_change):
+            listener(changes)
         if any(
             c.before is None
             or c.after is None

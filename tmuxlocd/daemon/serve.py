@@ -34,6 +34,7 @@ from tmuxlocd.daemon import systemd
 from tmuxlocd.daemon.activity_watch import ActivityWatcher
 from tmuxlocd.daemon.agent_registry import FILE_NAME as AGENTS_FILE
 from tmuxlocd.daemon.agent_registry import AgentRegistry
+from tmuxlocd.daemon.alerts import Alerts
 from tmuxlocd.daemon.api import context_of, create_app
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.hub import Hub
@@ -239,11 +240,16 @@ class _QuietClientErrors(logging.Filter):
 
 
 async def _stop_watchers(
-    activity: ActivityWatcher | None, watcher: _Watcher | None, agents: AgentRegistry | None = None
+    activity: ActivityWatcher | None,
+    watcher: _Watcher | None,
+    agents: AgentRegistry | None = None,
+    alerts: Alerts | None = None,
 ) -> None:
-    """The activity watcher and the agents first: they take their hooks and pane options out
-    over the observers' clients."""
+    """The alerts, the activity watcher and the agents first: they take their hooks and
+    options out over the observers' clients."""
     try:
+        if alerts is not None:
+            await alerts.close()
         if agents is not None:
             await agents.close()
         if activity is not None:
@@ -371,6 +377,7 @@ async def _run(
     watcher: _Watcher | None = None
     activity: ActivityWatcher | None = None
     agents: AgentRegistry | None = None
+    alerts: Alerts | None = None
     status = 0
     try:
         watcher = await start_watcher(hub, config)
@@ -384,6 +391,9 @@ async def _run(
             pane_options=config.pane_options,
         )
         agents.start()
+        if config.alerts:
+            alerts = context_of(app).alerts = Alerts(config, agents, watcher, hub)
+            alerts.start()
         await runner.setup()
         backlog = listen_backlog()
         for listener in listeners:
@@ -404,7 +414,7 @@ async def _run(
     finally:
         started = time.monotonic()
         # Streams end in the app's on_shutdown; the watcher's stop removes its tmux hooks.
-        stopping = [runner.cleanup(), _stop_watchers(activity, watcher, agents)]
+        stopping = [runner.cleanup(), _stop_watchers(activity, watcher, agents, alerts)]
         try:
             async with asyncio.timeout(STOP_BUDGET - 0.2):
                 results = await asyncio.gather(*stopping, return_exceptions=True)

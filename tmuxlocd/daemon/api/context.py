@@ -13,6 +13,7 @@ from tmuxlocd.core.shared import Binding, choose_bound
 from tmuxlocd.core.streams import EventFrames, SnapshotFrames
 from tmuxlocd.daemon.activity_watch import ActivityWatcher
 from tmuxlocd.daemon.agent_registry import AgentRegistry
+from tmuxlocd.daemon.alerts import Alerts
 from tmuxlocd.daemon.api.auth import Guard
 from tmuxlocd.daemon.hub import Hub
 from tmuxlocd.host.heap import Trimmer
@@ -87,6 +88,8 @@ class Context:
         self.activity: ActivityWatcher | None = None
         # The agents the harnesses' hooks report (tmuxlocd.daemon.agent_registry), once made.
         self.agents: AgentRegistry | None = None
+        # The alerts on agents (tmuxlocd.daemon.alerts), when turned on.
+        self.alerts: Alerts | None = None
         self.frames = SnapshotFrames()  # snapshot frames shared by the streams of this app
         self.event_frames = EventFrames()  # and what the publisher writes to them directly
         self.openapi: bytes | None = None  # the document, made on first request

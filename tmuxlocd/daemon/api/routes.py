@@ -7,6 +7,7 @@ from typing import Any
 from tmuxlocd.core.agent_view import AgentInfo, AgentList
 from tmuxlocd.core.answers import (
     Accepted,
+    AlertTestAnswer,
     DirectionNeighbors,
     Health,
     PaneList,
@@ -175,6 +176,15 @@ ROUTES: tuple[Route[Any], ...] = (
         "From tmux hooks: re-sync that server (or all), coalesced",
         (Reply(202, "accepted", Accepted),),
         body=NotifyBody,
+    ),
+    Route(
+        "POST",
+        "/v1/alerts/test",
+        views.post_alerts_test,
+        NoQuery,
+        "One test alert through each configured alert channel (SPEC §14)",
+        (Reply(200, "each channel's delivery", AlertTestAnswer),),
+        errors=(409,),
     ),
     Route(
         "GET",

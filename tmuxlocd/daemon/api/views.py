@@ -16,6 +16,7 @@ from tmuxlocd import __version__
 from tmuxlocd.core import queries
 from tmuxlocd.core.answers import (
     Accepted,
+    AlertTestAnswer,
     Health,
     PaneList,
     PaneSummaryList,
@@ -28,7 +29,7 @@ from tmuxlocd.core.events import encoder
 from tmuxlocd.daemon.api import waits
 from tmuxlocd.daemon.api.agents import neighbour_agents
 from tmuxlocd.daemon.api.context import Context
-from tmuxlocd.daemon.api.errors import sync_failed
+from tmuxlocd.daemon.api.errors import ApiError, sync_failed
 from tmuxlocd.daemon.api.lookup import Lookup
 from tmuxlocd.daemon.api.params import (
     HealthQuery,
@@ -171,6 +172,7 @@ async def get_health(ctx: Context, request: web.Request, q: HealthQuery) -> web.
             subscribers=len(hub.subscribers),
             waits=ctx.activity.waits if ctx.activity is not None else 0,
             watched_panes=ctx.activity.watched if ctx.activity is not None else 0,
+            alerts=ctx.alerts.health() if ctx.alerts is not None else None,
         ),
     )
 
@@ -190,6 +192,15 @@ async def post_notify(ctx: Context, request: web.Request, q: NotifyQuery) -> web
     log.debug("notified", extra=extra)
     ctx.hub.notify(path)
     return web.Response(status=202, body=_ACCEPTED, content_type="application/json")
+
+
+async def post_alerts_test(ctx: Context, request: web.Request, q: NoQuery) -> web.StreamResponse:
+    if ctx.alerts is None:
+        raise ApiError(
+            409, "alerts_off", "alerts are off (alerts = true in the config, or serve --alerts)"
+        )
+    results = await ctx.alerts.test()
+    return json_answer(request, AlertTestAnswer(channels=tuple(results)))
 
 
 async def get_openapi(ctx: Context, request: web.Request, q: NoQuery) -> web.StreamResponse:
