@@ -818,3 +818,52 @@ def test_a_departed_tuis_turn_is_never_placed_in_the_other_tuis_pane(
     # Every agent listed in B's pane is B's session; A's is not there.
     assert all(x["session_id"] == b_session for x in agents if x["pane"] == b), agents
     assert set(panes_of([bl for r in got_b for bl in told(r.body)])) <= {b}
+
+
+def test_one_tui_on_the_shared_app_server_is_told_its_pane_once_then_changes(
+    hrig: HarnessRig, stub: ResponsesStub
+) -> None:
+    """Codex as people run it: one interactive TUI, the default configuration (its sessions in
+    the shared app-server it starts).  The first prompt's request carries its pane, an
+    unchanged prompt adds nothing, a split from outside is told once, at the next prompt;
+    its agent is listed in its pane, and gone with the TUI."""
+    cx = setup_codex(hrig, stub)  # daemon_auto_start left as Codex ships it: on
+    hrig.start_daemon()
+    a = hrig.first_pane
+    prompts = ["first question", "second question, nothing moved", "third, after a split"]
+    stub.decide = answer_each(dict.fromkeys(prompts, always_text))
+    rows = Rows(hrig, stub)
+    try:
+        start_tui(cx, a)
+        first = submit(cx, a, prompts[0])
+        rows.record("TUI on the shared app-server: first prompt")
+        second = submit(cx, a, prompts[1])
+        rows.record("TUI on the shared app-server: unchanged prompt")
+        b = hrig.split(a)
+        third = submit(cx, a, prompts[2])
+        rows.record("TUI on the shared app-server: after a split")
+        poll(
+            lambda: [(x["pane"], x["state"]) for x in hrig.agents()] == [(a, "idle")],
+            10,
+            "its agent idle in its pane",
+            interval=0.05,
+        )
+        tree, _ = process_tree(cx)
+        assert app_server_pids(cx.home), f"no shared app-server ran:\n{tree}"
+        tui = int(hrig.rig.tmux.run("display", "-p", "-t", a, "#{pane_pid}"))
+        os.kill(tui, signal.SIGKILL)
+        poll(lambda: hrig.agents() == [], 10, "its agent gone with the TUI", interval=0.05)
+    finally:
+        hrig.rig.tmux.run("kill-server", check=False)
+        end_app_server(cx.home)
+    told_first = [bl for r in first for bl in told(r.body)]
+    added_second = added(second, first[-1].body)
+    added_third = added(third, second[-1].body)
+    for name, got in (("first", told_first), ("unchanged", added_second), ("split", added_third)):
+        size = sum(len(bl.text.encode()) for bl in {bl.text: bl for bl in got}.values())
+        print(f"one TUI, shared app-server, {name}: {size} B, {panes_of(got)}")
+    detail = f"{tree}\n{hrig.diagnostics()}"
+    assert set(panes_of(told_first)) == {a}, detail
+    assert added_second == [], detail
+    assert panes_of(added_third) == [a], detail
+    assert f"right {b}" in added_third[0].neighbors, added_third[0].text
