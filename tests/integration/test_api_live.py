@@ -139,11 +139,15 @@ class Live:
         return dict(json.loads(read_text(path)))
 
 
-@pytest.fixture
-async def live() -> AsyncIterator[Live]:
+@contextlib.asynccontextmanager
+async def live_rig(*global_option: str) -> AsyncIterator[Live]:
+    """A ``Live`` rig, its server started with ``/bin/sh`` panes (and the global option
+    given, if any), its daemon running; everything ended after."""
     rig = Live()
     rig.srv.start("main")
     rig.srv.run("set-option", "-g", "default-shell", "/bin/sh")
+    if global_option:
+        rig.srv.run("set-option", "-g", *global_option)
     try:
         await rig.start_daemon()
         yield rig
@@ -152,6 +156,12 @@ async def live() -> AsyncIterator[Live]:
             await rig.stop_daemon()
         rig.srv.kill()
         shutil.rmtree(rig.dir, ignore_errors=True)
+
+
+@pytest.fixture
+async def live() -> AsyncIterator[Live]:
+    async with live_rig() as rig:
+        yield rig
 
 
 # ------------------------------------------------------------------------------ identity

@@ -11,7 +11,6 @@ number of times until the numbers agree, and fails if they never do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import pty
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_api_live import Live
+from tests.integration.test_api_live import Live, live_rig
 from tests.tmuxtest import TMUX, wait_until
 
 pytestmark = [
@@ -37,18 +36,8 @@ CLI = [sys.executable, "-m", "tmuxlocd"]
 
 @pytest.fixture
 async def live() -> AsyncIterator[Live]:
-    rig = Live()
-    rig.srv.start("main")
-    rig.srv.run("set-option", "-g", "default-shell", "/bin/sh")
-    rig.srv.run("set-option", "-g", "remain-on-exit", "on")
-    try:
-        await rig.start_daemon()
+    async with live_rig("remain-on-exit", "on") as rig:
         yield rig
-    finally:
-        with contextlib.suppress(Exception):
-            await rig.stop_daemon()
-        rig.srv.kill()
-        shutil.rmtree(rig.dir, ignore_errors=True)
 
 
 async def dead_pane(live: Live) -> tuple[str, str]:

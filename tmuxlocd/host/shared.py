@@ -96,24 +96,27 @@ def socket_inodes(pid: int) -> set[int]:
     return out
 
 
-def holders(inodes: set[int]) -> list[int]:
-    """This user's processes that hold any of the socket ``inodes`` (every process's
-    descriptors are looked at: what ``ss -p`` does)."""
-    if not inodes:
-        return []
+def own_processes() -> list[int]:
+    """The pids of this user's processes, as /proc lists them now."""
     uid = os.getuid()
     found: list[int] = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
+            if os.stat(f"/proc/{name}").st_uid == uid:
+                found.append(int(name))
         except OSError:
             continue
-        if socket_inodes(int(name)) & inodes:
-            found.append(int(name))
     return found
+
+
+def holders(inodes: set[int]) -> list[int]:
+    """This user's processes that hold any of the socket ``inodes`` (every process's
+    descriptors are looked at: what ``ss -p`` does)."""
+    if not inodes:
+        return []
+    return [pid for pid in own_processes() if socket_inodes(pid) & inodes]
 
 
 def clients_of(server: int) -> list[int] | None:
@@ -130,20 +133,7 @@ def clients_of(server: int) -> list[int] | None:
     return [pid for pid in holders(far) if pid != server]
 
 
-def servers(uid: int | None = None) -> list[Shared]:
+def servers() -> list[Shared]:
     """This user's running processes that serve several sessions by their command line
     (Codex's shared app-server, Cline's hub): for ``tmuxlocd doctor``."""
-    uid = os.getuid() if uid is None else uid
-    found: list[Shared] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-        except OSError:
-            continue
-        server = by_cmdline(int(name))
-        if server is not None:
-            found.append(server)
-    return found
+    return [server for pid in own_processes() if (server := by_cmdline(pid)) is not None]
