@@ -445,12 +445,15 @@ def diagnose(
     mcp_available: bool = True,
     exe_hint: Sequence[str] = ("tmuxlocd",),
     python_hint: str = "python3",
+    app_servers: AppServers | None = None,
 ) -> list[Finding]:
     """Every finding for one harness.  ``texts``: each file of ``where`` (None: missing);
     ``paths``: the facts of ``named_paths``; ``explicit``: the user named this harness (else
     it was found by its directory, and an installation that is not there is a warning);
     ``mcp_available``: whether this installation has the MCP extra; ``exe_hint`` and
-    ``python_hint``: this installation's command and interpreter, for the fixes."""
+    ``python_hint``: this installation's command and interpreter, for the fixes;
+    ``app_servers``: Codex's running shared app-servers and their clients
+    (``shared_app_servers``; None: none looked at)."""
     found: list[Finding] = []
     hooks_path = where["hooks"]
     if harness == "opencode":
@@ -521,7 +524,7 @@ def diagnose(
         elif ours:
             found += codex_trust(hooks_path, ours, config, state_path)
             found += _codex_features(config, state_path)
-            found.append(codex_app_servers(config, state_path))
+            found.append(codex_app_servers(config, state_path, app_servers or list))
         if project and config is not None:
             found.append(_codex_project(config, cwd, state_path))
     found += _mcp(
@@ -809,11 +812,10 @@ def _codex_features(config: Mapping[str, Any], state_path: Path) -> list[Finding
     return []
 
 
-def codex_app_servers(
-    config: Mapping[str, Any],
-    state_path: Path,
-    running: Callable[[], list[tuple[int, list[tuple[int, str]] | None]]] | None = None,
-) -> Finding:
+AppServers = Callable[[], list[tuple[int, list[tuple[int, str]] | None]]]
+
+
+def codex_app_servers(config: Mapping[str, Any], state_path: Path, running: AppServers) -> Finding:
     """Whether the Codex TUIs running now will be told their pane (spec §2): each with its
     own app-server (``daemon_auto_start = false``), or, on a shared one, a session begun while
     it has one TUI connected.  ``running``: each shared app-server's pid and its clients
@@ -832,7 +834,7 @@ def codex_app_servers(
     )
     parts: list[str] = []
     status = OK
-    for pid, clients in (running or shared_app_servers)():
+    for pid, clients in running():
         if clients is None:
             status = WARNING
             parts.append(f"app-server {pid}: which TUIs are connected cannot be read")
