@@ -45,7 +45,7 @@ HARNESSES = harnesses.NAMES
 MCP_NAME = "tmux"
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     """The tables earlier versions kept here, from the descriptions."""
     if name == "HOOK_EVENTS":
         return {h.name: h.installed_events for h in harnesses.every()}

@@ -50,6 +50,7 @@ MAX_SESSION_ID = 512
 # before the tool's name, which ends the message.
 _MESSAGE_TOOL = "needs your permission to use "
 
+
 def __getattr__(name: str) -> Any:
     """The harnesses whose events say anything of their agent (``HARNESSES``), and the
     tables earlier versions kept here, from the descriptions."""

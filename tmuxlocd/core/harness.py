@@ -50,6 +50,10 @@ from tmuxlocd.core.harnesses.base import (
     HookEvent,
 )
 
+TYPE_CHECKING = False  # not typing's: the hook pays for every import
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["ORIGIN_START", "ORIGIN_TURN", "PRECOMPACT", "PROMPT", "START", "TOOL", "HookEvent"]
 
 # Every harness's description is its module in ``core/harnesses``; this module reads the
@@ -57,7 +61,7 @@ __all__ = ["ORIGIN_START", "ORIGIN_TURN", "PRECOMPACT", "PROMPT", "START", "TOOL
 HARNESSES = harnesses.NAMES
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     """The tables earlier versions kept here, from the descriptions (loaded when asked for:
     the hook needs one harness's only)."""
     every = harnesses.every()
