@@ -109,8 +109,13 @@ def _ours_in(hooks: Mapping[str, Any]) -> list[OurHook]:
             continue
         for g, group in enumerate(groups):
             if isinstance(group, dict) and "hooks" not in group:
-                if is_ours(entry_command(group)):  # a flat entry (Copilot CLI)
-                    found.append(OurHook(str(event), g, 0, None, group))
+                if is_ours(entry_command(group)):  # a flat entry (Copilot CLI, Crush)
+                    matcher = group.get("matcher")
+                    found.append(
+                        OurHook(
+                            str(event), g, 0, matcher if isinstance(matcher, str) else None, group
+                        )
+                    )
                 continue
             entries = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(entries, list):

@@ -166,7 +166,9 @@ def add_hooks(
             raise InstallError(f'"{key}.{event}" is not a list')
         this = f"{command} --event {shlex.quote(event)}" if spec.event_in_argv else command
         if spec.layout == FLAT:
-            groups.append(hook_entry(harness, this))
+            # A flat entry carries its own matcher (Crush's, Kiro CLI's).
+            entry = hook_entry(harness, this)
+            groups.append({"matcher": matcher, **entry} if matcher is not None else entry)
             continue
         group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
         group["hooks"] = [hook_entry(harness, this)]
@@ -700,6 +702,14 @@ def plan_files(
             # Not asked to allow anything: an odd sandbox setting is no reason to refuse the
             # hooks; it is left as it is, and said.
             notes[box].append(str(exc))
+    manifest = paths.get("manifest")
+    if manifest is not None and spec.manifest is not None:
+        ours = json.dumps(spec.manifest, indent=2) + "\n"
+        now = texts.get(manifest, "")
+        if now and now != ours:
+            notes.setdefault(manifest, []).append(f"{manifest}: not tmuxlocd's; left alone")
+        else:
+            after[manifest] = "" if remove else ours
     mcp_path = paths.get("mcp")
     toml = mcp_path is not None and mcp_path.suffix == ".toml"
     if toml and spec.toggle is not None and mcp_path is not None:
@@ -929,6 +939,46 @@ def run(
     for step in next_steps(harness, project, exe, remove):
         out(f"next: {step}")
     return 0
+
+
+def found_harnesses(
+    home: Path, env: dict[str, str], which: Callable[[str], str | None]
+) -> list[tuple[str, str | None]]:
+    """Each harness and why it is skipped (None: it is on this machine: its configuration
+    directory exists, or its command is on PATH)."""
+    out: list[tuple[str, str | None]] = []
+    for spec in harnesses.every():
+        where = Path(expand(spec.home_dir, str(home), str(home), env))
+        if where.is_dir() or which(spec.binary):
+            out.append((spec.name, None))
+        else:
+            out.append((spec.name, f"no {where} and no {spec.binary} on PATH"))
+    return out
+
+
+def run_all(*, out: Callable[[str], None] = print, **options: Any) -> tuple[int, list[str]]:
+    """``tmuxlocd install`` with no harness named: every harness found on this machine, and
+    which were skipped and why.  (The worst status, the harnesses installed.)"""
+    import shutil
+
+    env = dict(os.environ)
+    home = options.get("home") or Path.home()
+    status, done = 0, []
+    for name, skipped in found_harnesses(
+        home, env, lambda b: shutil.which(b, path=env.get("PATH"))
+    ):
+        if skipped is not None:
+            out(f"skipped {name}: {skipped}")
+            continue
+        out(f"== {harnesses.get(name).title} ({name})")
+        code = run(name, out=out, **options)
+        status = max(status, code)
+        if code == 0:
+            done.append(name)
+    if not done:
+        out("tmuxlocd: no harness found to install for")
+        return max(status, 1), done
+    return status, done
 
 
 # ----------------------------------------------------------------------------------------------

@@ -137,6 +137,7 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
     ``event`` is the event's name from the hook's command line, for the harnesses that put
     none in the payload (``Harness.event_in_argv``); given, it wins over the payload's."""
     from tmuxlocd.core import harnesses
+    from tmuxlocd.core.harness import session_of
 
     spec = harnesses.find(harness)
     if spec is None:
@@ -144,8 +145,8 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
     events = spec.states
     # The command line's name first: ``install`` wrote it for this event, and a payload may
     # name it otherwise (Copilot CLI's ``notification`` carries ``"Notification"``).
-    name = event or value.get("hook_event_name")
-    session = value.get(spec.session_field)
+    name = event or value.get(spec.event_field)
+    session = session_of(spec.session_field, spec.session_from_cwd, value)
     root = value.get(spec.root_field) if spec.root_field else None
     if isinstance(root, str) and root:
         session = root

@@ -52,6 +52,7 @@ from tmuxlocd.core.harnesses.base import (
 
 TYPE_CHECKING = False  # not typing's: the hook pays for every import
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 __all__ = ["ORIGIN_START", "ORIGIN_TURN", "PRECOMPACT", "PROMPT", "START", "TOOL", "HookEvent"]
@@ -128,8 +129,8 @@ def event_of(harness: str, value: dict[str, object], event_name: str = "") -> Ho
     spec = harnesses.find(harness)
     if spec is None:
         return None
-    name = event_name if spec.event_in_argv else value.get("hook_event_name")
-    session = value.get(spec.session_field)
+    name = event_name if spec.event_in_argv else value.get(spec.event_field)
+    session = session_of(spec.session_field, spec.session_from_cwd, value)
     if not isinstance(name, str) or not isinstance(session, str):
         return None
     kind = spec.events.get(name)
@@ -153,6 +154,22 @@ def event_of(harness: str, value: dict[str, object], event_name: str = "") -> Ho
         _path(value.get("transcript_path")),
         _word(value.get("trigger")),
     )
+
+
+def session_of(field: str, from_cwd: bool, value: Mapping[str, object]) -> object:
+    """The payload's session id (its harness's field, or the first of ``a|b`` it has); for a
+    harness whose payload names none (Kiro CLI's), its
+    working directory's: two sessions in one directory then share what they were told, and
+    each is told again when its location differs from the other's (never a wrong one)."""
+    session = None
+    for name in field.split("|"):  # "a|b": the first of them the payload has
+        session = value.get(name)
+        if session is not None:
+            break
+    if session is None and from_cwd:
+        cwd = value.get("cwd")
+        session = f"cwd:{cwd}" if isinstance(cwd, str) and cwd else None
+    return session
 
 
 def _word(value: object) -> str:

@@ -20,6 +20,10 @@ NAMES = (
     "qwen",
     "opencode",
     "antigravity",
+    "cursor",
+    "goose",
+    "crush",
+    "kiro",
 )
 
 _loaded: dict[str, Harness] = {}

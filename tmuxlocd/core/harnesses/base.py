@@ -177,7 +177,10 @@ class Harness:
 
     Context (``core/harness.py``): ``events`` (each hook event's name -> START, PROMPT, TOOL
     or PRECOMPACT), ``event_in_argv`` (the payload names no event: ``--event <name>`` in the
-    command), ``session_field``, ``tool_field`` and ``shell_tool`` (a TOOL event of another
+    command), ``event_field`` (where the payload names it), ``session_field`` (``a|b``:
+    the first the payload has; with
+    ``session_from_cwd``, a payload with no session: the session is the working directory's),
+    ``tool_field`` and ``shell_tool`` (a TOOL event of another
     tool tells nothing), ``sources`` (the harness's session-start sources as Claude Code's),
     ``first_call_field`` (a PROMPT counts only where this field is 0), ``replayed`` (which
     origins a resumed history replays), ``ephemeral`` (what is told lasts one turn),
@@ -195,9 +198,11 @@ class Harness:
     ``mcp`` (``json``: ``mcpServers``; ``toml``: ``[mcp_servers]``; "" none written),
     ``mcp_entry`` (the entry's final shape), ``toml_env_vars``, ``toggle``, ``socket_list``
     (the path of a per-socket allow list in the settings), ``sandboxed``, ``sandbox_notes``,
-    ``project_sandbox_file``, ``next_steps``, ``remove_steps``, ``user_mcp_command`` (how the
-    user adds the MCP server where install does not write it: ``{name}``, ``{command}``), and
-    ``user_mcp_role`` (the role, in ``doctor_files``, of the file where it is then).
+    ``project_sandbox_file``, ``next_steps``, ``remove_steps``, ``manifest`` (a JSON file
+    written whole beside the hooks, role ``manifest``: a plugin's ``plugin.json``),
+    ``user_mcp_command`` (how the user adds the MCP server where install does not write
+    it: ``{name}``, ``{command}``), and ``user_mcp_role`` (the role, in ``doctor_files``,
+    of the file where it is then).
 
     Doctor (``clients/doctor.py``): ``home_dir`` (there, the harness is in use), ``binary``
     (its command, looked for on PATH by ``install`` with no harness named), ``doctor_files``
@@ -222,6 +227,8 @@ class Harness:
         shell_tool: str = "",
         event_in_argv: bool = False,
         session_field: str = "session_id",
+        event_field: str = "hook_event_name",
+        session_from_cwd: bool = False,
         tool_field: str = "tool_name",
         sources: Mapping[str, str] | None = None,
         first_call_field: str = "",
@@ -254,6 +261,7 @@ class Harness:
         disable_all_key: str = "",
         comments: bool = False,
         doctor_checks: Callable[[DoctorContext], list[Finding]] | None = None,
+        manifest: Mapping[str, object] | None = None,
     ) -> None:
         self.name = name
         self.title = title
@@ -268,6 +276,8 @@ class Harness:
         self.shell_tool = shell_tool
         self.event_in_argv = event_in_argv
         self.session_field = session_field
+        self.event_field = event_field
+        self.session_from_cwd = session_from_cwd
         self.tool_field = tool_field
         self.sources = dict(sources or {})
         self.first_call_field = first_call_field
@@ -300,6 +310,7 @@ class Harness:
         self.disable_all_key = disable_all_key
         self.comments = comments
         self.doctor_checks = doctor_checks
+        self.manifest = dict(manifest) if manifest is not None else None
 
     @property
     def installed_events(self) -> list[tuple[str, str | None]]:
