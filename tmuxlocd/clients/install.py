@@ -47,6 +47,8 @@ MCP_NAME = "tmux"
 
 def __getattr__(name: str) -> Any:
     """The tables earlier versions kept here, from the descriptions."""
+    if name not in ("HOOK_EVENTS",):  # (``hasattr`` asks for others: load nothing)
+        raise AttributeError(name)
     if name == "HOOK_EVENTS":
         return {h.name: h.installed_events for h in harnesses.every()}
     raise AttributeError(name)

@@ -54,6 +54,12 @@ _MESSAGE_TOOL = "needs your permission to use "
 def __getattr__(name: str) -> Any:
     """The harnesses whose events say anything of their agent (``HARNESSES``), and the
     tables earlier versions kept here, from the descriptions."""
+    if name not in (
+        "HARNESSES",
+        "STATE_EVENTS",
+        "ASKING_TOOLS",
+    ):  # (``hasattr`` asks for others: load nothing)
+        raise AttributeError(name)
     from tmuxlocd.core import harnesses
 
     if name == "HARNESSES":

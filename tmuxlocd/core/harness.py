@@ -65,6 +65,14 @@ HARNESSES = harnesses.NAMES
 def __getattr__(name: str) -> Any:
     """The tables earlier versions kept here, from the descriptions (loaded when asked for:
     the hook needs one harness's only)."""
+    if name not in (
+        "EVENTS",
+        "EVENT_IN_ARGV",
+        "SHELL_TOOL",
+        "REPLAYED",
+        "EPHEMERAL",
+    ):  # (``hasattr`` asks for others: load nothing)
+        raise AttributeError(name)
     every = harnesses.every()
     if name == "EVENTS":
         return {h.name: dict(h.events) for h in every}
