@@ -56,6 +56,7 @@ from tests.e2e.stub_responses import (
 from tests.tmuxtest import poll
 from tmuxlocd.clients import doctor
 from tmuxlocd.core.caller import serves_sessions
+from tmuxlocd.core.harnesses import codex
 
 PACKAGE = "@openai/codex"
 VERSION = "0.171.0"
@@ -80,8 +81,8 @@ def trust_hooks(codex_home: Path) -> None:
     data = json.loads(hooks_json.read_text())
     lines: list[str] = []
     for hook in doctor.our_hooks(data):
-        key = doctor.codex_hook_key(str(hooks_json), hook.event, hook.group, hook.index)
-        digest = doctor.codex_hook_hash(hook.event, hook.matcher, hook.entry)
+        key = codex.hook_key(str(hooks_json), hook.event, hook.group, hook.index)
+        digest = codex.hook_hash(hook.event, hook.matcher, hook.entry)
         assert digest is not None, hook
         lines += [f"[hooks.state.{json.dumps(key)}]", f"trusted_hash = {json.dumps(digest)}", ""]
     with open(codex_home / "config.toml", "a") as f:

@@ -32,6 +32,7 @@ from tests.daemontest import (
     running_daemon,
 )
 from tests.tmuxtest import TMUX, poll
+from tmuxlocd.core.harnesses import codex
 
 pytestmark = [
     pytest.mark.integration,
@@ -634,8 +635,8 @@ def trust_as_codex(home: Home) -> None:
     doc = tomlkit.parse(config.read_text())
     state = tomlkit.table(is_super_table=True)
     for hook in doctor.our_hooks(json.loads(hooks_json.read_text())):
-        key = doctor.codex_hook_key(str(hooks_json), hook.event, hook.group, hook.index)
-        state[key] = {"trusted_hash": doctor.codex_hook_hash(hook.event, hook.matcher, hook.entry)}
+        key = codex.hook_key(str(hooks_json), hook.event, hook.group, hook.index)
+        state[key] = {"trusted_hash": codex.hook_hash(hook.event, hook.matcher, hook.entry)}
     doc["hooks"] = {"state": state}
     config.write_text(tomlkit.dumps(doc))
 

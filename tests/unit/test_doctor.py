@@ -19,6 +19,7 @@ import tomlkit
 
 from tmuxlocd.clients import doctor, doctor_probe, install
 from tmuxlocd.clients.doctor import OK, PROBLEM, WARNING, Finding, PathFacts
+from tmuxlocd.core.harnesses import codex
 
 HOME = Path("/home/u")
 CWD = HOME / "work"
@@ -213,18 +214,18 @@ def test_codex_hash_is_codexs() -> None:
     data = Setup("codex").json("hooks")
     for hook in doctor.our_hooks(data):
         want = CODEX_HASHES["/opt/tools/venv"][hook.event]
-        assert doctor.codex_hook_hash(hook.event, hook.matcher, hook.entry) == want
+        assert codex.hook_hash(hook.event, hook.matcher, hook.entry) == want
     # Fields install never writes, as Codex 0.169.0 hashed them: a status message, async, no
     # timeout (600 s), a timeout of 0 (1 s), a matcher on an event that has none (ignored).
     entry = {"type": "command", "command": "prettier --write", "statusMessage": "formatting"}
-    assert doctor.codex_hook_hash("PostToolUse", "Edit|Write", {**entry, "async": True}) == (
+    assert codex.hook_hash("PostToolUse", "Edit|Write", {**entry, "async": True}) == (
         "sha256:688e9eeac97b4bc7054b9e0f921a71ec68ac27a5ee83aaea61f459b442cc3731"
     )
     date = {"type": "command", "command": "date", "timeout": 0}
-    assert doctor.codex_hook_hash("UserPromptSubmit", "ignored", date) == (
+    assert codex.hook_hash("UserPromptSubmit", "ignored", date) == (
         "sha256:9f5326b2f0d9e750383ddd2ef9d23bb702ac342bcc892703fce270094f78ba67"
     )
-    assert doctor.codex_hook_hash("PostToolUse", None, {**date, "once": True}) is None
+    assert codex.hook_hash("PostToolUse", None, {**date, "once": True}) is None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -705,13 +706,13 @@ def test_sources() -> None:
 def test_doctor_says_whether_codex_tuis_on_a_shared_app_server_are_told_their_pane(
     running: list[tuple[int, list[tuple[int, str]] | None]], status: str, words: str
 ) -> None:
-    found = doctor.codex_app_servers({}, Path("c.toml"), lambda: running)
+    found = codex.app_servers({}, Path("c.toml"), lambda: running)
     assert (found.check, found.status) == ("app-server", status)
     assert words in found.found
     assert (found.fix is not None) == (status != "ok")
     if found.fix is not None:
         assert "--own-app-server" in found.fix
-    own = doctor.codex_app_servers(
+    own = codex.app_servers(
         {"features": {"daemon_auto_start": False}}, Path("c.toml"), lambda: running
     )
     assert own.status == "ok" and "its own app-server" in own.found

@@ -47,12 +47,15 @@ def diagnose(text: str, harness: str = "opencode", path: Path = PLUGIN) -> list[
 
 
 def test_the_plugin_install_writes_now_is_healthy() -> None:
-    found = diagnose(install.plugin_text(HOOK))
+    found = diagnose(install.plugin_text(HOOK, "opencode"))
     assert [(f.check, f.status) for f in found] == [("hooks", OK), ("hook-command", OK)]
 
 
 def test_an_older_plugin_is_a_warning_to_install_again() -> None:
-    assert install.plugin_argv(OLDER) == [*HOOK, "opencode"]  # still ours, still runnable
+    assert install.plugin_argv(OLDER, "opencode") == [
+        *HOOK,
+        "opencode",
+    ]  # still ours, still runnable
     found = diagnose(OLDER)
     assert [(f.check, f.status) for f in found] == [("hooks", WARNING), ("hook-command", OK)]
     assert "older plugin" in found[0].found
@@ -60,7 +63,9 @@ def test_an_older_plugin_is_a_warning_to_install_again() -> None:
 
 
 def test_an_edited_plugin_is_a_warning_too() -> None:
-    edited = install.plugin_text(HOOK).replace("const TIMEOUT_MS = 10000", "const TIMEOUT_MS = 1")
+    edited = install.plugin_text(HOOK, "opencode").replace(
+        "const TIMEOUT_MS = 10000", "const TIMEOUT_MS = 1"
+    )
     found = diagnose(edited)
     assert found[0].status == WARNING
 

@@ -62,6 +62,11 @@ NAMES = {
     # Antigravity CLI has one event, a turn's first model call; the other kinds stand for
     # what the pure functions do with them.
     "antigravity": {START: "PreInvocation", PROMPT: "PreInvocation", TOOL: "PreInvocation"},
+    # The harnesses of documented contracts: their events, or one standing for the others.
+    "cursor": {START: "sessionStart", PROMPT: "sessionStart", TOOL: "sessionStart"},
+    "goose": {START: "SessionStart", PROMPT: "UserPromptSubmit", TOOL: "PostToolUse"},
+    "crush": {START: "PreToolUse", PROMPT: "PreToolUse", TOOL: "PreToolUse"},
+    "kiro": {START: "agentSpawn", PROMPT: "userPromptSubmit", TOOL: "postToolUse"},
 }
 NAMES["gemini"][PRECOMPACT] = "PreCompress"
 # The harnesses whose history keeps what was told (Antigravity CLI's steps last one turn:

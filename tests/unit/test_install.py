@@ -26,6 +26,7 @@ from tmuxlocd.clients.install import (
     sandbox_notes,
 )
 from tmuxlocd.core.agents import ASKING_TOOLS
+from tmuxlocd.core.harnesses import codex
 
 EXE = ["/opt/tools/venv/bin/tmuxlocd"]
 HOOK = [*EXE, "context"]
@@ -740,11 +741,11 @@ def test_codex_next_steps_tell_of_the_shared_app_server() -> None:
     from tmuxlocd.clients import install
 
     steps = install.next_steps("codex", False, ["tmuxlocd"], False)
-    assert install.CODEX_SHARED_SERVER in steps
-    assert "daemon_auto_start = false" in install.CODEX_SHARED_SERVER
+    assert codex.SHARED_SERVER in steps
+    assert "daemon_auto_start = false" in codex.SHARED_SERVER
     for other in ("claude", "gemini"):
-        assert install.CODEX_SHARED_SERVER not in install.next_steps(other, False, ["t"], False)
-    assert install.CODEX_SHARED_SERVER not in install.next_steps("codex", False, ["t"], True)
+        assert codex.SHARED_SERVER not in install.next_steps(other, False, ["t"], False)
+    assert codex.SHARED_SERVER not in install.next_steps("codex", False, ["t"], True)
 
 
 @pytest.mark.parametrize(
@@ -760,12 +761,12 @@ def test_codex_next_steps_tell_of_the_shared_app_server() -> None:
 def test_own_app_server_sets_the_feature_and_remove_puts_back_what_was_there(text: str) -> None:
     import tomlkit
 
-    after, note = install.edit_codex_features(text, "c", own_app_server=True, remove=False)
+    after, note = install.edit_toggle(text, "c", codex.OWN_APP_SERVER_TOGGLE, on=True, remove=False)
     assert tomlkit.parse(after)["features"]["daemon_auto_start"] is False
-    assert note == install.CODEX_OWN_APP_SERVER and "trade-off" in note
-    again, _ = install.edit_codex_features(after, "c", own_app_server=True, remove=False)
+    assert note == codex.OWN_APP_SERVER and "trade-off" in note
+    again, _ = install.edit_toggle(after, "c", codex.OWN_APP_SERVER_TOGGLE, on=True, remove=False)
     assert again == after  # idempotent
-    back, _ = install.edit_codex_features(after, "c", own_app_server=False, remove=True)
+    back, _ = install.edit_toggle(after, "c", codex.OWN_APP_SERVER_TOGGLE, on=False, remove=True)
     if "mine" in text:  # tomlkit keeps the line; its comment was replaced by ours
         assert tomlkit.parse(back) == tomlkit.parse(text)
     else:
@@ -774,11 +775,17 @@ def test_own_app_server_sets_the_feature_and_remove_puts_back_what_was_there(tex
 
 def test_own_app_server_leaves_the_users_own_setting_alone() -> None:
     mine = "[features]\ndaemon_auto_start = false\n"
-    assert install.edit_codex_features(mine, "c", own_app_server=True, remove=False) == (mine, None)
-    assert install.edit_codex_features(mine, "c", own_app_server=False, remove=True) == (mine, None)
+    assert install.edit_toggle(mine, "c", codex.OWN_APP_SERVER_TOGGLE, on=True, remove=False) == (
+        mine,
+        None,
+    )
+    assert install.edit_toggle(mine, "c", codex.OWN_APP_SERVER_TOGGLE, on=False, remove=True) == (
+        mine,
+        None,
+    )
     # Without the flag, install changes nothing there.
     plain = 'model = "x"\n'
-    assert install.edit_codex_features(plain, "c", own_app_server=False, remove=False) == (
+    assert install.edit_toggle(plain, "c", codex.OWN_APP_SERVER_TOGGLE, on=False, remove=False) == (
         plain,
         None,
     )

@@ -262,8 +262,8 @@ def test_opencode_install_writes_the_plugin_with_the_hook_command() -> None:
     path = HOME / ".config" / "opencode" / "plugins" / "tmuxlocd.js"
     after = plan("opencode", remove=False)
     assert list(after) == [path]
-    assert after[path].startswith(install.OPENCODE_MARK)
-    assert install.plugin_argv(after[path]) == [*HOOK, "opencode"]
+    assert after[path].startswith(install.plugin_mark("opencode"))
+    assert install.plugin_argv(after[path], "opencode") == [*HOOK, "opencode"]
     assert "experimental.chat.system.transform" in after[path]
     assert plan("opencode", dict(after), remove=True) == {path: ""}
     with pytest.raises(install.InstallError, match="not tmuxlocd's plugin"):
@@ -354,7 +354,7 @@ def test_doctor_opencode_plugin_that_is_not_ours() -> None:
     assert doctor.named_paths(
         "opencode",
         doctor.sources("opencode", False, HOME, CWD, ENV),
-        {path: install.plugin_text(HOOK)},
+        {path: install.plugin_text(HOOK, "opencode")},
     ) == [(HOOK[0], "exe"), (HOOK[2], "file")]
 
 

@@ -62,7 +62,7 @@ def run_plugin(tmp_path: Path, hook: list[str], driver: str, *args: str) -> str:
     ``hook``, the plugin's URL its first argument; returns its stdout."""
     assert NODE is not None
     plugin = tmp_path / "tmuxlocd.js"
-    plugin.write_text(install.plugin_text(hook))
+    plugin.write_text(install.plugin_text(hook, "opencode"))
     script = tmp_path / "driver.mjs"
     script.write_text(driver)
     proc = subprocess.run(

@@ -396,7 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
         "entries are kept; a file that does not parse is left untouched.  Ends with the "
         "verdict of `tmuxlocd doctor` on that harness (the exit status is install's).",
     )
-    p.add_argument("harness", choices=(*HARNESSES, "systemd"))
+    p.add_argument(
+        "harness",
+        nargs="?",
+        choices=(*HARNESSES, "systemd"),
+        help="none: every harness found on this machine (its configuration directory or its "
+        "command), saying which were skipped and why",
+    )
     p.add_argument(
         "--project",
         action="store_true",
@@ -911,15 +917,24 @@ def cmd_install(ns: argparse.Namespace) -> int:
             f"milliseconds from 0 to {MAX_INTERVAL_MS}"
         )
         return EXIT_USAGE
-    status = run(
-        ns.harness,
-        project=ns.project,
-        dry_run=ns.dry_run,
-        remove=ns.remove,
-        min_interval_ms=floor,
-        allow_sandbox=ns.allow_sandbox,
-        own_app_server=ns.own_app_server,
-    )
+    options = {
+        "project": ns.project,
+        "dry_run": ns.dry_run,
+        "remove": ns.remove,
+        "min_interval_ms": floor,
+        "allow_sandbox": ns.allow_sandbox,
+    }
+    if ns.harness is None:
+        from tmuxlocd.clients.install import run_all
+
+        status, done = run_all(own_app_server=False, **options)
+        if status == EXIT_OK and not (ns.dry_run or ns.remove):
+            from tmuxlocd.clients.doctor_probe import after_install
+
+            for name in done:
+                after_install(name, project=ns.project)
+        return status
+    status = run(ns.harness, own_app_server=ns.own_app_server, **options)
     if status == EXIT_OK and not (ns.dry_run or ns.remove) and ns.harness != "systemd":
         from tmuxlocd.clients.doctor_probe import after_install
 

@@ -15,25 +15,12 @@ something that works but not as well as it could, or that cannot be verified.  t
 never changes a harness's trust or enablement itself: that is the user's decision, and the
 finding says how to make it.
 
-Codex's trust (``codex-rs/hooks/src/engine/discovery.rs``, ``codex-rs/hooks/src/lib.rs``
-and ``codex-rs/config/src/fingerprint.rs`` in ``openai/codex``; the same hashes as
-``codex app-server``'s ``hooks/list`` of Codex 0.169.0): every command hook of a
-``hooks.json`` has a key ``<absolute path of hooks.json>:<event label>:<group
-index>:<handler index>``, and Codex runs it only when ``[hooks.state."<key>"]`` in the user's
-``config.toml`` has a ``trusted_hash`` equal to the hook's current hash (and ``enabled`` is
-not false).  The hash is ``sha256:`` and the hex SHA-256 of the compact JSON, keys sorted,
-of ``{"event_name": <label>, "matcher": <matcher, events with matchers only>, "hooks":
-[{"type": "command", "command": <command>, "timeout": <seconds, 600 if unset, at least 1>,
-"async": <bool>, "statusMessage": <if set>}]}``: it covers the command, so a command that
-changed (an installation moved, a new ``--min-interval-ms``) is untrusted again, and Codex
-says nothing about it.  The recipe is Codex's internal detail, not a published contract: a
-hash that does not match is reported as a problem with the way to look (``/hooks``), and
-trust is never claimed unless the hash matches.
+What each harness adds to the common checks is its description's ``doctor_checks``
+(``tmuxlocd/core/harnesses/<name>.py``: Codex's trust, Gemini CLI's ``hooksConfig``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -45,7 +32,6 @@ from typing import Any
 
 from tmuxlocd.clients.install import (
     HOOK_CONTAINERS,
-    HOOK_EVENTS,
     MCP_NAME,
     InstallError,
     config_paths,
@@ -55,57 +41,14 @@ from tmuxlocd.clients.install import (
     load_json,
     plugin_argv,
     plugin_text,
+    resolve,
 )
-from tmuxlocd.core.harness import HARNESSES
+from tmuxlocd.core import harnesses
+from tmuxlocd.core.findings import OK, PROBLEM, WARNING, DoctorContext, Finding, OurHook
+from tmuxlocd.core.harnesses.base import PLUGIN
 
-OK = "ok"
-WARNING = "warning"
-PROBLEM = "problem"
-
-NAMES = {
-    "claude": "Claude Code",
-    "codex": "Codex",
-    "gemini": "Gemini CLI",
-    "copilot": "Copilot CLI",
-    "qwen": "Qwen Code",
-    "opencode": "opencode",
-    "antigravity": "Antigravity CLI",
-}
-GEMINI_HOOK_NAME = "tmuxlocd"  # install's "name" of each Gemini hook
-GEMINI_SYSTEM_SETTINGS = "/etc/gemini-cli/settings.json"
-
-# Codex: the label of each event in hook-state keys and hashes, and the events whose matcher
-# Codex ignores (left out of the hash).
-CODEX_EVENT_LABELS = {
-    "PreToolUse": "pre_tool_use",
-    "PermissionRequest": "permission_request",
-    "PostToolUse": "post_tool_use",
-    "PreCompact": "pre_compact",
-    "PostCompact": "post_compact",
-    "SessionStart": "session_start",
-    "UserPromptSubmit": "user_prompt_submit",
-    "SubagentStart": "subagent_start",
-    "SubagentStop": "subagent_stop",
-    "Stop": "stop",
-}
-CODEX_NO_MATCHER = frozenset({"UserPromptSubmit", "Stop"})
-CODEX_DEFAULT_TIMEOUT_S = 600
-# The fields of a command hook whose effect on the hash is known.
-CODEX_HASHED_FIELDS = frozenset({"type", "command", "timeout", "async", "statusMessage"})
-CODEX_TRUST_FIX = (
-    "start `codex` in a terminal, open /hooks and trust the tmuxlocd hooks (t trusts all "
-    "listed; Codex also asks at start-up).  `codex exec` never asks: it skips untrusted hooks "
-    "silently.  tmuxlocd never writes trust: that is your decision."
-)
-
-
-@dataclass(frozen=True)
-class Finding:
-    harness: str | None
-    check: str
-    status: str
-    found: str
-    fix: str | None = None
+__all__ = ["OK", "PROBLEM", "WARNING", "Finding", "OurHook"]
+HARNESSES = harnesses.NAMES
 
 
 @dataclass(frozen=True)
@@ -130,51 +73,22 @@ def sources(
     harness: str, project: bool, home: Path, cwd: Path, env: Mapping[str, str]
 ) -> dict[str, Path]:
     """The files the doctor reads for ``harness``, by role: ``hooks`` and ``mcp`` (where
-    ``install`` writes), and ``state`` (Codex: the user's ``config.toml``, where trust is
-    kept whichever ``hooks.json``), ``claude_json`` (Claude Code's user MCP servers), and
-    ``gemini_*`` (every settings file whose ``hooksConfig`` applies)."""
+    ``install`` writes), and those its description adds (``doctor_files``: Codex's hook
+    state, Claude Code's user MCP servers, every Gemini CLI settings file that applies)."""
     found = dict(config_paths(harness, project, home, cwd, dict(env)))
-    if harness == "codex":
-        found["state"] = Path(env.get("CODEX_HOME") or home / ".codex") / "config.toml"
-    elif harness == "claude" and not project:
-        found["claude_json"] = home / ".claude.json"
-    elif harness == "gemini":
-        found["gemini_user"] = home / ".gemini" / "settings.json"
-        found["gemini_workspace"] = cwd / ".gemini" / "settings.json"
-        found["gemini_system"] = Path(
-            env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or GEMINI_SYSTEM_SETTINGS
-        )
+    extra = harnesses.get(harness).doctor_files.get("project" if project else "user", {})
+    found.update(resolve(dict(extra), home, cwd, dict(env)))
     return found
 
 
 def harness_dir(harness: str, home: Path, env: Mapping[str, str]) -> Path:
     """The user's configuration directory of ``harness``: there, the harness is in use."""
-    if harness == "codex":
-        return Path(env.get("CODEX_HOME") or home / ".codex")
-    if harness == "copilot":
-        return Path(env.get("COPILOT_HOME") or home / ".copilot")
-    if harness == "opencode":
-        return Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "opencode"
-    if harness == "antigravity":
-        return home / ".gemini" / "config"
-    return home / f".{harness}"
+    template = harnesses.get(harness).home_dir
+    return resolve({"dir": template}, home, home, dict(env))["dir"]
 
 
 # ----------------------------------------------------------------------------------------------
 # Our entries in a hooks file.
-
-
-@dataclass(frozen=True)
-class OurHook:
-    event: str
-    group: int  # the position of its matcher group in the event's list
-    index: int  # its position in the group's hooks
-    matcher: str | None
-    entry: dict[str, Any]
-
-    @property
-    def command(self) -> str:
-        return str(entry_command(self.entry) or "")
 
 
 def our_hooks(data: Mapping[str, Any]) -> list[OurHook]:
@@ -195,8 +109,13 @@ def _ours_in(hooks: Mapping[str, Any]) -> list[OurHook]:
             continue
         for g, group in enumerate(groups):
             if isinstance(group, dict) and "hooks" not in group:
-                if is_ours(entry_command(group)):  # a flat entry (Copilot CLI)
-                    found.append(OurHook(str(event), g, 0, None, group))
+                if is_ours(entry_command(group)):  # a flat entry (Copilot CLI, Crush)
+                    matcher = group.get("matcher")
+                    found.append(
+                        OurHook(
+                            str(event), g, 0, matcher if isinstance(matcher, str) else None, group
+                        )
+                    )
                 continue
             entries = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(entries, list):
@@ -278,9 +197,9 @@ def named_paths(
     """Every (path, kind) that the installed hook and MCP commands need (``launch_paths``):
     what the shell has to look at before ``diagnose``."""
     needs: list[tuple[str, str]] = []
-    if harness == "opencode":
+    if harness_of(harness).layout == PLUGIN:
         text = texts.get(where["hooks"])
-        argv = plugin_argv(text) if text else None
+        argv = plugin_argv(text, harness) if text else None
         return (launch_paths(shlex.join(argv)) or []) if argv else []
     hooks, _ = _json(texts.get(where["hooks"]), where["hooks"])
     for hook in our_hooks(hooks or {}):
@@ -297,7 +216,7 @@ def _mcp_entry(
     harness: str, where: Mapping[str, Path], texts: Mapping[Path, str | None]
 ) -> dict[str, Any] | None:
     """Our MCP server's entry (``mcpServers.tmux`` / ``[mcp_servers.tmux]``), if any."""
-    path = where.get("mcp") or where.get("claude_json")
+    path = _mcp_path(harness, where)
     if path is None:
         return None
     if path.suffix == ".toml":
@@ -309,124 +228,20 @@ def _mcp_entry(
     return entry if is_our_mcp(entry) else None
 
 
-# ----------------------------------------------------------------------------------------------
-# Codex trust.
+def _mcp_path(harness: str, where: Mapping[str, Path]) -> Path | None:
+    """Where our MCP entry is: the file install writes it to, else the user's own (the
+    description's ``user_mcp_role``: Claude Code's ~/.claude.json)."""
+    role = harness_of(harness).user_mcp_role
+    return where.get("mcp") or (where.get(role) if role else None)
 
 
-def codex_hook_key(hooks_json: str, event: str, group: int, index: int) -> str:
-    return f"{hooks_json}:{CODEX_EVENT_LABELS[event]}:{group}:{index}"
+def harness_of(harness: str) -> harnesses.base.Harness:
+    return harnesses.get(harness)
 
 
-def codex_hook_hash(event: str, matcher: str | None, entry: Mapping[str, Any]) -> str | None:
-    """The hash Codex trusts a command hook by (module docstring); None when the entry has a
-    field whose part in the hash is not known here, or no command."""
-    command = entry.get("command")
-    if event not in CODEX_EVENT_LABELS or not isinstance(command, str):
-        return None
-    if not set(entry) <= CODEX_HASHED_FIELDS or entry.get("type", "command") != "command":
-        return None
-    timeout = entry.get("timeout")
-    if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool)):
-        return None
-    handler: dict[str, Any] = {
-        "type": "command",
-        "command": command,
-        "timeout": max(1, CODEX_DEFAULT_TIMEOUT_S if timeout is None else timeout),
-        "async": bool(entry.get("async", False)),
-    }
-    status = entry.get("statusMessage")
-    if status is not None:
-        handler["statusMessage"] = status
-    identity: dict[str, Any] = {"event_name": CODEX_EVENT_LABELS[event], "hooks": [handler]}
-    if matcher is not None and event not in CODEX_NO_MATCHER:
-        identity["matcher"] = matcher
-    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _codex_states(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    states: dict[str, dict[str, Any]] = {}
-    for key, value in _table(config, "hooks", "state").items():
-        if isinstance(value, dict) and key.strip():
-            states[key.strip()] = value
-    return states
-
-
-def codex_trust(
-    hooks_json: Path, hooks: Sequence[OurHook], config: Mapping[str, Any], state_path: Path
-) -> list[Finding]:
-    """The trust and enablement of our hooks in Codex's hook state."""
-    states = _codex_states(config)
-    # The key carries the path as Codex spells it: absolute, not resolved; a link's target
-    # is accepted too.
-    spellings = list(dict.fromkeys([os.path.abspath(hooks_json), os.path.realpath(hooks_json)]))
-    trusted, modified, untrusted, unknown, disabled = [], [], [], [], []
-    present = 0
-    for hook in hooks:
-        if hook.event not in CODEX_EVENT_LABELS:
-            continue
-        state: dict[str, Any] | None = None
-        for spelling in spellings:
-            state = states.get(codex_hook_key(spelling, hook.event, hook.group, hook.index))
-            if state is not None:
-                break
-        name = hook.event
-        if state is not None and state.get("enabled") is False:
-            disabled.append(name)
-        recorded = state.get("trusted_hash") if state is not None else None
-        if not isinstance(recorded, str):
-            untrusted.append(name)
-            continue
-        present += 1
-        current = codex_hook_hash(hook.event, hook.matcher, hook.entry)
-        if current is None:
-            unknown.append(name)
-        elif recorded == current:
-            trusted.append(name)
-        else:
-            modified.append(name)
-    total = len([h for h in hooks if h.event in CODEX_EVENT_LABELS])
-    found: list[Finding] = []
-    if disabled:
-        found.append(
-            Finding(
-                "codex",
-                "hooks-enabled",
-                PROBLEM,
-                f"disabled in Codex's hook state: {', '.join(disabled)}",
-                "start `codex`, open /hooks and enable the tmuxlocd hooks (or delete their "
-                f'`enabled = false` under [hooks.state."…"] in {state_path})',
-            )
-        )
-    if total and len(trusted) == total:
-        found.append(
-            Finding(
-                "codex",
-                "trust",
-                OK,
-                f"trusted: {total} of {total} hook commands (each recorded hash matches the "
-                "installed command)",
-            )
-        )
-        return found
-    parts = [f"trust state present for {present} of {total} installed hook commands"]
-    if trusted:
-        parts.append(f"matching the installed command: {', '.join(trusted)}")
-    if untrusted:
-        parts.append(f"never trusted: {', '.join(untrusted)}")
-    if modified:
-        parts.append(
-            f"trusted for another command (changed since, e.g. a moved installation or a new "
-            f"floor; Codex lists them as modified and runs none): {', '.join(modified)}"
-        )
-    if unknown:
-        parts.append(
-            f"cannot verify (fields whose part in Codex's hash is not known): {', '.join(unknown)}"
-        )
-    status = PROBLEM if untrusted or modified else WARNING
-    fix = CODEX_TRUST_FIX if status == PROBLEM else "start `codex` and open /hooks to review them"
-    found.append(Finding("codex", "trust", status, "; ".join(parts), fix))
-    return found
+def _spellings(path: Path) -> list[str]:
+    """A path as written (absolute, not resolved) and as resolved."""
+    return list(dict.fromkeys([os.path.abspath(path), os.path.realpath(path)]))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -445,29 +260,30 @@ def diagnose(
     mcp_available: bool = True,
     exe_hint: Sequence[str] = ("tmuxlocd",),
     python_hint: str = "python3",
-    app_servers: AppServers | None = None,
+    shared: SharedServers | None = None,
 ) -> list[Finding]:
     """Every finding for one harness.  ``texts``: each file of ``where`` (None: missing);
     ``paths``: the facts of ``named_paths``; ``explicit``: the user named this harness (else
     it was found by its directory, and an installation that is not there is a warning);
     ``mcp_available``: whether this installation has the MCP extra; ``exe_hint`` and
     ``python_hint``: this installation's command and interpreter, for the fixes;
-    ``app_servers``: Codex's running shared app-servers and their clients
-    (``shared_app_servers``; None: none looked at)."""
+    ``shared``: the running shared servers of a kind and their clients (``shared_servers``,
+    which the probe passes; None: none looked at, as in the unit tests)."""
     found: list[Finding] = []
+    spec = harness_of(harness)
     hooks_path = where["hooks"]
-    if harness == "opencode":
-        return _opencode(where, texts, paths, explicit, project, python_hint)
+    if spec.layout == PLUGIN:
+        return _plugin(harness, where, texts, paths, explicit, project, python_hint)
     data, error = _json(texts.get(hooks_path), hooks_path)
     if data is None:
-        if harness == "gemini" and not (texts.get(hooks_path) or "").startswith(UNREADABLE):
+        if spec.comments and not (texts.get(hooks_path) or "").startswith(UNREADABLE):
             # Gemini CLI reads its settings with comments; this doctor does not.
             return [
                 Finding(
                     harness,
                     "config",
                     WARNING,
-                    f"{error}: cannot check (Gemini CLI accepts comments in its settings; "
+                    f"{error}: cannot check ({spec.title} accepts comments in its settings; "
                     "this doctor does not)",
                     f"check its hooks by hand, or take the comments out and run `tmuxlocd "
                     f"doctor {harness}` again",
@@ -494,7 +310,7 @@ def diagnose(
                 harness,
                 "hooks",
                 PROBLEM if explicit else WARNING,
-                f"tmuxlocd is not installed for {NAMES[harness]} ({hooks_path}: none of its hooks)",
+                f"tmuxlocd is not installed for {spec.title} ({hooks_path}: none of its hooks)",
                 install,
             )
         ]
@@ -508,32 +324,30 @@ def diagnose(
         "the harness runs no tmuxlocd hook",
     )
     found += _enabled(harness, data, where, texts, hooks_path)
-    if harness == "codex":
-        state_path = where["state"]
-        config, error = _toml(texts.get(state_path), state_path)
-        if config is None:
-            found.append(
-                Finding(
-                    harness,
-                    "trust",
-                    PROBLEM,
-                    f"{error}: Codex cannot read its hook state either",
-                    "fix the file by hand",
-                )
+    if spec.doctor_checks is not None:
+        found += spec.doctor_checks(
+            DoctorContext(
+                harness,
+                project=project,
+                where=where,
+                texts=texts,
+                data=data,
+                ours=ours,
+                cwd=cwd,
+                parse_json=_json,
+                parse_toml=_toml,
+                spellings=_spellings,
+                shared_servers=shared if shared is not None else _none_running,
             )
-        elif ours:
-            found += codex_trust(hooks_path, ours, config, state_path)
-            found += _codex_features(config, state_path)
-            found.append(codex_app_servers(config, state_path, app_servers or list))
-        if project and config is not None:
-            found.append(_codex_project(config, cwd, state_path))
+        )
     found += _mcp(
         harness, project, where, texts, mcp_entry, paths, mcp_available, exe_hint, python_hint
     )
     return found
 
 
-def _opencode(
+def _plugin(
+    harness: str,
     where: Mapping[str, Path],
     texts: Mapping[Path, str | None],
     paths: PathFacts,
@@ -541,40 +355,41 @@ def _opencode(
     project: bool,
     python_hint: str,
 ) -> list[Finding]:
-    """opencode: the plugin file is ours, the one this version writes, and the command it
-    runs exists."""
+    """A plugin (opencode's): the plugin file is ours, the one this version writes, and the
+    command it runs exists."""
     path = where["hooks"]
     text = texts.get(path)
-    install = "tmuxlocd install opencode" + (" --project" if project else "")
+    title = harness_of(harness).title
+    install = f"tmuxlocd install {harness}" + (" --project" if project else "")
     if text is None or text.startswith(UNREADABLE):
         why = "no such file" if text is None else f"cannot be read ({text[1:]})"
         return [
             Finding(
-                "opencode",
+                harness,
                 "hooks",
                 PROBLEM if explicit else WARNING,
-                f"tmuxlocd is not installed for opencode ({path}: {why})",
+                f"tmuxlocd is not installed for {title} ({path}: {why})",
                 install,
             )
         ]
-    argv = plugin_argv(text)
+    argv = plugin_argv(text, harness)
     if argv is None:
         return [
             Finding(
-                "opencode",
+                harness,
                 "hooks",
                 PROBLEM,
                 f"{path}: not tmuxlocd's plugin (or one this version cannot read)",
                 f"move it aside, then {install}",
             )
         ]
-    launcher = argv[:-1] if argv and argv[-1] == "opencode" else argv
-    if text != plugin_text(launcher):
+    launcher = argv[:-1] if argv and argv[-1] == harness else argv
+    if text != plugin_text(launcher, harness):
         # Written by an older tmuxlocd (or edited): it runs the hook, but not as this version
         # would (events it does not send, such as the agent's state).
         found = [
             Finding(
-                "opencode",
+                harness,
                 "hooks",
                 WARNING,
                 f"{path}: an older plugin than this tmuxlocd writes (or one edited since)",
@@ -582,11 +397,9 @@ def _opencode(
             )
         ]
     else:
-        found = [
-            Finding("opencode", "hooks", OK, f"{path}: the plugin (system prompt, per request)")
-        ]
+        found = [Finding(harness, "hooks", OK, f"{path}: the plugin (system prompt, per request)")]
     found += _commands(
-        "opencode",
+        harness,
         "hook-command",
         [shlex.join(argv)],
         paths,
@@ -599,7 +412,7 @@ def _opencode(
 def _hooks_present(
     harness: str, ours: Sequence[OurHook], path: Path, install: str
 ) -> list[Finding]:
-    want = HOOK_EVENTS[harness]
+    want = harness_of(harness).installed_events
     have = {(h.event, h.matcher) for h in ours}
     missing = [_event_name(e, m) for e, m in want if (e, m) not in have]
     if missing:
@@ -706,165 +519,38 @@ def _enabled(
     texts: Mapping[Path, str | None],
     hooks_path: Path,
 ) -> list[Finding]:
-    if harness in ("claude", "qwen"):
-        if data.get("disableAllHooks") is True:
+    key = harness_of(harness).disable_all_key
+    if key:
+        if data.get(key) is True:
             return [
                 Finding(
                     harness,
                     "hooks-enabled",
                     PROBLEM,
-                    f"{hooks_path}: disableAllHooks is true: {NAMES[harness]} runs no hook",
-                    f'set "disableAllHooks": false in {hooks_path} (or remove it)',
+                    f"{hooks_path}: {key} is true: {harness_of(harness).title} runs no hook",
+                    f'set "{key}": false in {hooks_path} (or remove it)',
                 )
             ]
-        return [Finding(harness, "hooks-enabled", OK, "disableAllHooks is not set")]
-    if harness == "gemini":
-        return _gemini_enabled(data, where, texts)
-    return []  # Codex: in its hook state (codex_trust) and [features] (_codex_features)
+        return [Finding(harness, "hooks-enabled", OK, f"{key} is not set")]
+    return []  # its own (``doctor_checks``), or none
 
 
-def _gemini_enabled(
-    data: Mapping[str, Any], where: Mapping[str, Path], texts: Mapping[Path, str | None]
-) -> list[Finding]:
-    """``hooksConfig.enabled`` (false: no hook runs) and ``hooksConfig.disabled`` (names or
-    commands of hooks that do not run), in every settings file that applies."""
-    files = [
-        where["hooks"],
-        where["gemini_user"],
-        where["gemini_workspace"],
-        where["gemini_system"],
-    ]
-    off: list[str] = []
-    listed: list[str] = []
-    unread: list[str] = []
-    commands = {h.command for h in our_hooks(data)}
-    for path in dict.fromkeys(files):
-        settings, _ = _json(texts.get(path), path)
-        if settings is None:
-            unread.append(str(path))
-            continue
-        config = _table(settings, "hooksConfig")
-        if config.get("enabled") is False:
-            off.append(str(path))
-        disabled = config.get("disabled")
-        if isinstance(disabled, list) and (
-            GEMINI_HOOK_NAME in disabled or commands & {str(d) for d in disabled}
-        ):
-            listed.append(str(path))
-    found: list[Finding] = []
-    if off:
-        found.append(
-            Finding(
-                "gemini",
-                "hooks-enabled",
-                PROBLEM,
-                f"hooksConfig.enabled is false in {', '.join(off)}: Gemini CLI runs no hook",
-                f'set "hooksConfig": {{"enabled": true}} in {off[0]} (or remove the false)'
-                + (f", and in {', '.join(off[1:])}" if off[1:] else ""),
-            )
-        )
-    if listed:
-        found.append(
-            Finding(
-                "gemini",
-                "hooks-enabled",
-                PROBLEM,
-                f'"{GEMINI_HOOK_NAME}" is in hooksConfig.disabled in {", ".join(listed)}',
-                f"in Gemini CLI: /hooks enable {GEMINI_HOOK_NAME} (or take it out of "
-                f"hooksConfig.disabled in {listed[0]})",
-            )
-        )
-    if unread:
-        found.append(
-            Finding(
-                "gemini",
-                "hooks-enabled",
-                WARNING,
-                f"cannot read hooksConfig in {', '.join(unread)} (not plain JSON: comments?)",
-                "check hooksConfig.enabled and hooksConfig.disabled there by hand",
-            )
-        )
-    if not found:
-        found.append(
-            Finding(
-                "gemini",
-                "hooks-enabled",
-                OK,
-                "hooksConfig.enabled is not false and tmuxlocd is not in hooksConfig.disabled",
-            )
-        )
-    return found
+SharedServers = Callable[[str], list[tuple[int, list[tuple[int, str]] | None]]]
 
 
-def _codex_features(config: Mapping[str, Any], state_path: Path) -> list[Finding]:
-    features = _table(config, "features")
-    off = [k for k in ("hooks", "codex_hooks") if features.get(k) is False]
-    if off:
-        return [
-            Finding(
-                "codex",
-                "hooks-enabled",
-                PROBLEM,
-                f"[features] {off[0]} = false in {state_path}: Codex runs no hook",
-                f"set [features] {off[0]} = true in {state_path} (or remove the line)",
-            )
-        ]
+def _none_running(kind: str) -> list[tuple[int, list[tuple[int, str]] | None]]:
     return []
 
 
-AppServers = Callable[[], list[tuple[int, list[tuple[int, str]] | None]]]
-
-
-def codex_app_servers(config: Mapping[str, Any], state_path: Path, running: AppServers) -> Finding:
-    """Whether the Codex TUIs running now will be told their pane (spec §2): each with its
-    own app-server (``daemon_auto_start = false``), or, on a shared one, a session begun while
-    it has one TUI connected.  ``running``: each shared app-server's pid and its clients
-    (pid, tty), None when they cannot be read (``shared_app_servers``)."""
-    if _table(config, "features").get("daemon_auto_start") is False:
-        return Finding(
-            "codex",
-            "app-server",
-            OK,
-            f"[features] daemon_auto_start = false in {state_path}: each TUI runs its own "
-            "app-server, and every TUI is told its pane",
-        )
-    fix = (
-        "tmuxlocd install codex --own-app-server (each TUI its own app-server), or run one "
-        "Codex TUI at a time"
-    )
-    parts: list[str] = []
-    status = OK
-    for pid, clients in running():
-        if clients is None:
-            status = WARNING
-            parts.append(f"app-server {pid}: which TUIs are connected cannot be read")
-        elif len(clients) <= 1:
-            who = f"TUI {clients[0][0]} on {clients[0][1]}" if clients else "no TUI"
-            parts.append(f"app-server {pid}: {who} connected; a session begun now is told its pane")
-        else:
-            status = WARNING
-            tuis = ", ".join(f"{p} on {t}" for p, t in clients)
-            parts.append(
-                f"app-server {pid}: {len(clients)} TUIs connected ({tuis}); a session begun "
-                "now is told nothing (which TUI began it cannot be told), those begun "
-                "alone keep their pane"
-            )
-    if not parts:
-        parts.append(
-            "no shared app-server runs now; a session begun while one TUI is connected to "
-            "it is told its pane, one begun beside another TUI nothing"
-        )
-    return Finding("codex", "app-server", status, "; ".join(parts), fix if status != OK else None)
-
-
-def shared_app_servers() -> list[tuple[int, list[tuple[int, str]] | None]]:
-    """This user's Codex shared app-servers and their clients, each (pid, its tty's path)."""
+def shared_servers(kind: str) -> list[tuple[int, list[tuple[int, str]] | None]]:
+    """This user's shared servers of a kind (``host.shared``: a harness's server of several
+    sessions) and their clients, each (pid, its tty's path)."""
     from tmuxlocd.host import shared
     from tmuxlocd.host.identity import read_stat, tty_path
 
     out: list[tuple[int, list[tuple[int, str]] | None]] = []
     for server in shared.servers():
-        if server.kind != "codex_app_server":
+        if server.kind != kind:
             continue
         pids = shared.clients_of(server.pid)
         if pids is None:
@@ -879,31 +565,6 @@ def shared_app_servers() -> list[tuple[int, list[tuple[int, str]] | None]]:
     return out
 
 
-def _codex_project(config: Mapping[str, Any], cwd: Path, state_path: Path) -> Finding:
-    projects = _table(config, "projects")
-    here = [str(cwd), *(str(p) for p in cwd.parents)]
-    for path in here:
-        level = _table(projects, path).get("trust_level")
-        if level == "trusted":
-            return Finding("codex", "project-trust", OK, f"{path} is a trusted project")
-        if level is not None:
-            return Finding(
-                "codex",
-                "project-trust",
-                PROBLEM,
-                f'{path}: trust_level = "{level}" in {state_path}: Codex does not read its .codex/',
-                "start `codex` in this directory and trust it when asked",
-            )
-    return Finding(
-        "codex",
-        "project-trust",
-        WARNING,
-        f"no trusted project for {cwd} in {state_path}: Codex reads .codex/ only in a trusted "
-        "project",
-        "start `codex` in this directory and trust it when asked",
-    )
-
-
 def _mcp(
     harness: str,
     project: bool,
@@ -915,12 +576,13 @@ def _mcp(
     exe_hint: Sequence[str],
     python_hint: str,
 ) -> list[Finding]:
-    path = where.get("mcp") or where.get("claude_json")
+    path = _mcp_path(harness, where)
     if path is None:  # opencode, Antigravity CLI, a repository's Copilot hooks: not written
         return []
     add = " ".join(shlex.quote(a) for a in [*exe_hint, "mcp"])
-    if harness == "claude" and not project:
-        fix = f"claude mcp add --scope user {MCP_NAME} -- {add}"
+    user_command = harness_of(harness).user_mcp_command
+    if user_command and not project:
+        fix = user_command.format(name=MCP_NAME, command=add)
     else:
         install = f"tmuxlocd install {harness}" + (" --project" if project else "")
         fix = f"{shlex.quote(python_hint)} -m {install}"
@@ -939,7 +601,7 @@ def _mcp(
             else f'no MCP server "{MCP_NAME}" in {path}'
         )
         # Claude Code's user servers are added by the user (install prints the command).
-        status = WARNING if harness == "claude" and not project else PROBLEM
+        status = WARNING if user_command and not project else PROBLEM
         return [Finding(harness, "mcp", status, what, fix)]
     found: list[Finding] = []
     if entry.get("enabled") is False:  # Codex: [mcp_servers.tmux] enabled = false
@@ -1044,8 +706,9 @@ def no_harness_finding() -> Finding:
         None,
         "harnesses",
         PROBLEM,
-        "tmuxlocd is installed for no harness (found none of ~/.claude, ~/.codex, ~/.gemini, "
-        "~/.copilot, ~/.qwen, ~/.config/opencode, ~/.gemini/config with its hooks)",
+        "tmuxlocd is installed for no harness (found none of "
+        + ", ".join(dict.fromkeys(h.home_dir for h in harnesses.every()))
+        + " with its hooks)",
         "tmuxlocd install " + "|".join(HARNESSES),
     )
 
@@ -1093,7 +756,7 @@ def report(findings: Sequence[Finding], home: Path, *, only_trouble: bool = Fals
         ]
         if not shown:
             continue
-        lines.append(NAMES[harness] if harness else "tmuxlocd")
+        lines.append(harness_of(harness).title if harness else "tmuxlocd")
         for f in shown:
             lines.append(f"  {f.status:<8} {f.check}: {shorten(f.found, home)}")
             if f.fix:

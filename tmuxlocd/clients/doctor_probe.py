@@ -84,7 +84,7 @@ def check_harness(
         mcp_available=importlib.util.find_spec("mcp") is not None,
         exe_hint=exe,
         python_hint=os.path.abspath(sys.executable),
-        app_servers=doctor.shared_app_servers,
+        shared=doctor.shared_servers,
     )
 
 

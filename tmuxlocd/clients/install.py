@@ -38,68 +38,32 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmuxlocd.core.agents import STATE_EVENTS
-from tmuxlocd.core.harness import EVENT_IN_ARGV, HARNESSES, SHELL_TOOL
+from tmuxlocd.core import harnesses
+from tmuxlocd.core.harnesses.base import FLAT, PLUGIN, Harness, Toggle, expand
 
+HARNESSES = harnesses.NAMES
 MCP_NAME = "tmux"
-# Codex starts MCP servers with a cleared environment: these let the shim find its pane's
-# server hints and the daemon.
-CODEX_ENV_VARS = ["TMUX", "TMUX_PANE", "XDG_RUNTIME_DIR", "TMUXLOCD_SOCKET"]
-HOOK_TIMEOUT_S = 10
 
-# The events each harness's hook is installed for, with the matcher of the tool event.
-HOOK_EVENTS: dict[str, list[tuple[str, str | None]]] = {
-    "claude": [
-        ("SessionStart", None),
-        ("UserPromptSubmit", None),
-        ("PostToolUse", SHELL_TOOL["claude"]),
-    ],
-    "codex": [
-        ("SessionStart", None),
-        ("UserPromptSubmit", None),
-        ("PostToolUse", SHELL_TOOL["codex"]),
-    ],
-    "gemini": [
-        ("SessionStart", None),
-        ("BeforeAgent", None),
-        ("AfterTool", SHELL_TOOL["gemini"]),
-        ("PreCompress", None),
-    ],
-    # No sessionStart: Copilot CLI 1.0.102 runs it concurrently with the first prompt's hook
-    # (it waits for both only before the model request), so both would tell the location.
-    # The first prompt tells it; every prompt's text is kept in a resumed history.
-    "copilot": [("userPromptSubmitted", None), ("postToolUse", None)],
-    "qwen": [
-        ("SessionStart", None),
-        ("UserPromptSubmit", None),
-        ("PostToolUse", SHELL_TOOL["qwen"]),
-    ],
-    "opencode": [],  # a plugin, not hooks (OPENCODE_PLUGIN)
-    # Antigravity CLI: a flat list of handlers for its non-tool events (below).
-    "antigravity": [("PreInvocation", None)],
-}
 
-# The harnesses whose hooks file is a flat list per event, each entry with the command under
-# "bash" (Copilot CLI: {"version": 1, "hooks": {"<event>": [{"type": "command", "bash": ...,
-# "timeoutSec": ...}]}}).
-FLAT_HOOKS = frozenset(("copilot", "antigravity"))
-COPILOT_HOOKS_VERSION = 1
-# Where the events are: under "hooks", or, in Antigravity CLI's hooks.json, under a hook's
-# name at the top level (``{"<name>": {"PreInvocation": [{"type": "command", ...}]}}``;
-# only ``PreToolUse``/``PostToolUse`` take ``{matcher, hooks}`` groups there).  Installs
-# before this wrote Antigravity's under "hooks": ``remove_hooks`` takes ours out of both.
-HOOKS_KEY = {"antigravity": "tmuxlocd"}
-HOOK_CONTAINERS = ("hooks", *sorted(set(HOOKS_KEY.values())))
-# Agent state (tmuxlocd.core.agents): the same hook command for the events that only report it
-# (the events above report it too, in the same process).
-for _harness, _events in STATE_EVENTS.items():
-    HOOK_EVENTS[_harness] += _events
+def __getattr__(name: str) -> Any:
+    """The tables earlier versions kept here, from the descriptions."""
+    if name not in ("HOOK_EVENTS",):  # (``hasattr`` asks for others: load nothing)
+        raise AttributeError(name)
+    if name == "HOOK_EVENTS":
+        return {h.name: h.installed_events for h in harnesses.every()}
+    raise AttributeError(name)
+
+
+# Where the events are: under "hooks", or under a hook's name at the top level (Antigravity
+# CLI's, ``Harness.hooks_key``).  ``remove_hooks`` takes ours out of every one of them (an
+# earlier install may have written a harness's under another).
+HOOK_CONTAINERS = ("hooks", *sorted({h.hooks_key for h in harnesses.every()} - {"hooks"}))
 
 # The hook's file is ``tmuxlocd/clients/context.py``; installs before the package had layers
 # wrote ``tmuxlocd/context.py`` (still shipped, it runs the same hook): both are ours.
 _OURS = re.compile(
     r"(?:(?:^|[\s/'\"])tmuxlocd['\"]?\s+context|/tmuxlocd/(?:clients/)?context\.py['\"]?)"
-    r"\s+(?:claude|codex|gemini|copilot|qwen|opencode|antigravity)\b"
+    r"\s+(?:" + "|".join(map(re.escape, HARNESSES)) + r")\b"
 )
 
 
@@ -130,20 +94,7 @@ def hook_command(
 
 
 def hook_entry(harness: str, command: str) -> dict[str, Any]:
-    if harness == "gemini":  # milliseconds, and a name for its /hooks listing
-        return {
-            "name": "tmuxlocd",
-            "type": "command",
-            "command": command,
-            "timeout": HOOK_TIMEOUT_S * 1000,
-        }
-    if harness == "qwen":
-        # Seconds in Qwen Code 0.24, milliseconds before; from 1000 up it reads
-        # milliseconds in both, so this is 10 s in every version.
-        return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * 1000}
-    if harness == "copilot":
-        return {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_S}
-    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}  # seconds
+    return harnesses.get(harness).entry(command)
 
 
 def entry_command(entry: object) -> object:
@@ -202,20 +153,24 @@ def add_hooks(
     data: dict[str, Any], harness: str, command: str, launcher: Sequence[str] = ()
 ) -> dict[str, Any]:
     """``data`` with this harness's hooks running ``command`` (any older ones replaced).  For
-    a harness that needs the event in the command (``EVENT_IN_ARGV``), ``command`` is the
+    a harness that needs the event in the command (``event_in_argv``), ``command`` is the
     hook without it and each event's command adds ``--event <event>``."""
+    spec = harnesses.get(harness)
     out = remove_hooks(data)
-    if harness == "copilot" and "version" not in out:
-        out = {"version": COPILOT_HOOKS_VERSION, **out}
-    key = HOOKS_KEY.get(harness, "hooks")
+    missing = {k: v for k, v in spec.file_header.items() if k not in out}
+    if missing:
+        out = {**missing, **out}
+    key = spec.hooks_key
     hooks = _object(out.setdefault(key, {}), f'"{key}"')
-    for event, matcher in HOOK_EVENTS[harness]:
+    for event, matcher in spec.installed_events:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise InstallError(f'"{key}.{event}" is not a list')
-        this = f"{command} --event {shlex.quote(event)}" if harness in EVENT_IN_ARGV else command
-        if harness in FLAT_HOOKS:
-            groups.append(hook_entry(harness, this))
+        this = f"{command} --event {shlex.quote(event)}" if spec.event_in_argv else command
+        if spec.layout == FLAT:
+            # A flat entry carries its own matcher (Crush's, Kiro CLI's).
+            entry = hook_entry(harness, this)
+            groups.append({"matcher": matcher, **entry} if matcher is not None else entry)
             continue
         group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
         group["hooks"] = [hook_entry(harness, this)]
@@ -243,16 +198,15 @@ def add_mcp(
     data: dict[str, Any], exe: Sequence[str], harness: str = ""
 ) -> tuple[dict[str, Any], str | None]:
     """``data`` with ``mcpServers.tmux``; a note when a server of that name is someone
-    else's (left alone).  Copilot CLI's entries also name their type and tools."""
+    else's (left alone); in the harness's shape (``Harness.mcp_entry``)."""
     out = copy.deepcopy(data)
     servers = _object(out.setdefault("mcpServers", {}), '"mcpServers"')
     current = servers.get(MCP_NAME)
     if current is not None and not is_our_mcp(current):
         return copy.deepcopy(data), f'an MCP server named "{MCP_NAME}" exists: left alone'
     entry = mcp_entry(exe)
-    if harness == "copilot":
-        entry = {"type": "local", **entry, "tools": ["*"]}
-    servers[MCP_NAME] = entry
+    shape = harnesses.get(harness).mcp_entry if harness else None
+    servers[MCP_NAME] = shape(entry) if shape is not None else entry
     return out, None
 
 
@@ -270,13 +224,15 @@ def remove_mcp(data: dict[str, Any]) -> dict[str, Any]:
 # Pure: the harness's sandbox and the daemon's socket.
 
 ALLOW_SANDBOX = "--allow-sandbox"
-# Claude Code's per-socket allow list (settings.json); see docs/harnesses.md.
-CLAUDE_SOCKETS = ("sandbox", "network", "allowUnixSockets")
+
+# A harness with a per-socket allow list in its settings (``Harness.socket_list``: Claude
+# Code's ``sandbox.network.allowUnixSockets``, docs/harnesses.md) gets the daemon's socket
+# there; the functions below edit a list of that shape.
 
 
 def _sandbox_network(data: dict[str, Any]) -> dict[str, Any] | None:
-    """``sandbox.network`` of Claude Code's settings (None when absent); an error for a shape
-    this cannot edit safely."""
+    """``sandbox.network`` of the settings (None when absent); an error for a shape this
+    cannot edit safely."""
     sandbox = data.get("sandbox")
     if sandbox is None:
         return None
@@ -341,14 +297,6 @@ def remove_sandbox_socket(data: dict[str, Any], socket: str) -> dict[str, Any]:
     return out
 
 
-def gemini_sandboxed(data: dict[str, Any], env: dict[str, str]) -> bool:
-    """Whether Gemini CLI is set to sandbox: ``GEMINI_SANDBOX`` or ``tools.sandbox``."""
-    if env.get("GEMINI_SANDBOX", "").strip().lower() not in ("", "0", "false"):
-        return True
-    tools = data.get("tools")
-    return isinstance(tools, dict) and tools.get("sandbox") not in (None, False, "")
-
-
 def sandbox_notes(
     harness: str,
     socket: str,
@@ -359,90 +307,26 @@ def sandbox_notes(
     allow_all: bool = False,
     sandboxed: bool = True,
 ) -> list[str]:
-    """What ``install`` says about the harness's sandbox: with ``allow`` (``--allow-sandbox``),
-    what the allow does or why nothing was written; without it, a one-line offer where the
-    flag would do something.  ``allowed``: the socket is in Claude Code's list already;
-    ``allow_all``: its ``allowAllUnixSockets`` is true; ``sandboxed``: Gemini CLI is set to
-    sandbox."""
-    if harness == "claude":
-        if allow_all:
-            return [
-                (
-                    "sandbox.network.allowAllUnixSockets is true: the sandboxed Bash tool reaches "
-                    "every Unix socket already, tmux's included (left as it is)"
-                )
-            ]
-        if not allow:
-            if allowed or platform != "darwin":  # on Linux the list is not read (yet)
-                return []
-            return [
-                (
-                    "Claude Code's sandbox (sandbox.enabled) keeps its Bash tool from the "
-                    f"daemon's socket; re-run with {ALLOW_SANDBOX} to allow that one ({socket})"
-                )
-            ]
-        if platform != "darwin":
-            return [
-                (
-                    f"{socket} is in sandbox.network.allowUnixSockets, which Claude Code applies "
-                    "on macOS only: on Linux its sandbox refuses every new Unix socket (seccomp "
-                    "cannot tell paths apart), so the sandboxed Bash tool still cannot reach the "
-                    "daemon there.  The one Linux setting, allowAllUnixSockets, would open every "
-                    "socket, tmux's included: not written."
-                )
-            ]
-        return []
-    if harness == "codex":
-        if not allow:
-            return [
-                (
-                    "Codex's sandbox keeps its shell from the daemon's socket; "
-                    f"{ALLOW_SANDBOX} says why tmuxlocd cannot allow it alone"
-                )
-            ]
-        return [
-            (
-                "nothing written for Codex's sandbox: its one per-socket allow is in a permission "
-                "profile (beta), [permissions.<profile>.network.unix_sockets], which does not "
-                "apply under sandbox_mode / [sandbox_workspace_write] and is not read on Linux, "
-                "where the sandbox refuses every Unix socket first."
-            ),
-            (
-                "on macOS, with a permission profile of yours: add "
-                f'"{socket}" = "allow" under [permissions.<profile>.network.unix_sockets].'
-            ),
-            (
-                "otherwise the sandboxed shell reaches the daemon only with network access on "
-                "([sandbox_workspace_write] network_access = true), which opens every other "
-                "destination too: not written.  The hooks and the MCP server are outside that "
-                "sandbox and reach the daemon either way."
-            ),
-        ]
-    if harness != "gemini":
-        if not allow:
-            return []
-        return [
-            (
-                f"nothing written for {harness}'s sandbox: tmuxlocd knows no setting there that "
-                "allows one Unix socket"
-            )
-        ]
-    if not allow:
-        if not sandboxed:
-            return []
-        return [
-            (
-                "Gemini CLI's sandbox keeps its shell from the daemon's socket; "
-                f"{ALLOW_SANDBOX} says why tmuxlocd cannot allow it alone"
-            )
-        ]
+    """What ``install`` says about the harness's sandbox (its description's
+    ``sandbox_notes``): with ``allow`` (``--allow-sandbox``), what the allow does or why
+    nothing was written; without it, a one-line offer where the flag would do something.
+    ``allowed``: the socket is in the harness's list already; ``allow_all``: its
+    ``allowAllUnixSockets`` is true; ``sandboxed``: the harness is set to sandbox."""
+    spec = harnesses.get(harness)
+    notes = spec.sandbox_notes(
+        socket,
+        allow=allow,
+        platform=platform,
+        allowed=allowed,
+        allow_all=allow_all,
+        sandboxed=sandboxed,
+    )
+    if notes or not allow or spec.socket_list:
+        return notes
     return [
         (
-            "nothing written for Gemini CLI's sandbox: a container (docker, podman, runsc, lxc) "
-            "or a macOS Seatbelt profile (SEATBELT_PROFILE), neither with a setting for one Unix "
-            "socket.  The *-open Seatbelt profiles allow the network, the socket with it; a "
-            "container would need the socket's directory mounted (SANDBOX_MOUNTS), and a process "
-            "in a container is no descendant of a tmux pane: the daemon could not place it."
+            f"nothing written for {harness}'s sandbox: tmuxlocd knows no setting there that "
+            "allows one Unix socket"
         )
     ]
 
@@ -493,16 +377,20 @@ def edit_json(text: str, path: str, edit: Callable[[dict[str, Any]], dict[str, A
     return dump_json(after, text)
 
 
-def codex_block(exe: Sequence[str]) -> str:
-    """The table ``install codex`` appends to ``config.toml``."""
+def toml_block(exe: Sequence[str], env_vars: Sequence[str]) -> str:
+    """The table ``install`` appends to a TOML configuration (``[mcp_servers.tmux]``)."""
     import tomlkit
 
-    want = {**mcp_entry(exe), "env_vars": list(CODEX_ENV_VARS)}
+    want = {**mcp_entry(exe), "env_vars": list(env_vars)}
     return tomlkit.dumps({"mcp_servers": {MCP_NAME: want}})
 
 
-def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[str, str | None]:
-    """``config.toml`` with ``[mcp_servers.tmux]`` (``exe`` given) or without it (None).
+def edit_toml_mcp(
+    text: str, path: str, exe: Sequence[str] | None, env_vars: Sequence[str] = ()
+) -> tuple[str, str | None]:
+    """A TOML configuration with ``[mcp_servers.tmux]`` (``exe`` given) or without it (None);
+    ``env_vars``: the variables the harness passes on to the server (it starts MCP servers
+    with a cleared environment).
 
     A new table is appended as text after one blank line, so everything else stays byte for
     byte, and removing it restores the file exactly (a file without a final newline gets
@@ -525,7 +413,7 @@ def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[st
     if exe is None:
         if not ours or servers is None:
             return text, None
-        block = codex_block(exe_of(current))
+        block = toml_block(exe_of(current), env_vars)
         if text.endswith(block):  # as install appended it
             head = text[: len(text) - len(block)]
             return (head[:-1] if head.endswith("\n\n") else head), None
@@ -533,7 +421,7 @@ def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[st
         return tomlkit.dumps(doc), None
     if current is not None and not ours:
         return text, f'an MCP server named "{MCP_NAME}" exists in {path}: left alone'
-    want = {**mcp_entry(exe), "env_vars": list(CODEX_ENV_VARS)}
+    want = {**mcp_entry(exe), "env_vars": list(env_vars)}
     if isinstance(current, dict) and ours:
         if {k: current.get(k) for k in want} == want:
             return text, None
@@ -546,7 +434,7 @@ def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[st
             " by hand (command, args, env_vars); left untouched"
         )
     sep = "" if not text else "\n" if text.endswith("\n") else "\n\n"
-    out = text + sep + codex_block(exe)
+    out = text + sep + toml_block(exe, env_vars)
     try:
         tomlkit.parse(out)
     except TOMLKitError as exc:  # e.g. a [mcp_servers.tmux.env] table of someone else's
@@ -554,15 +442,13 @@ def edit_codex_toml(text: str, path: str, exe: Sequence[str] | None) -> tuple[st
     return out, None
 
 
-OWN_APP_SERVER_MARK = "tmuxlocd install codex --own-app-server; before:"
-
-
-def edit_codex_features(
-    text: str, path: str, *, own_app_server: bool, remove: bool
+def edit_toggle(
+    text: str, path: str, toggle: Toggle, *, on: bool, remove: bool
 ) -> tuple[str, str | None]:
-    """``config.toml`` with ``[features] daemon_auto_start = false`` (``own_app_server``), the
-    value before it kept in the line's comment; ``remove`` puts back what was there (the
-    value, or no line at all).  A value the user set is never taken out by ``remove``."""
+    """A TOML configuration with ``[<table>] <key> = <value>`` (``on``: the harness's
+    ``Toggle``, ``install --<flag>``), the value before it kept in the line's comment;
+    ``remove`` puts back what was there (the value, or no line at all).  A value the user
+    set is never taken out by ``remove``."""
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
@@ -572,45 +458,47 @@ def edit_codex_features(
         raise InstallError(f"{path}: not valid TOML ({exc}); left untouched") from None
     from tomlkit.items import Table
 
-    features = doc.get("features")
+    name, key = toggle.table, toggle.key
+    features = doc.get(name)
     if features is not None and not isinstance(features, Table):
-        raise InstallError(f"{path}: features is not a [features] table; left untouched")
-    current = features.get("daemon_auto_start") if features is not None else None
+        raise InstallError(f"{path}: {name} is not a [{name}] table; left untouched")
+    current = features.get(key) if features is not None else None
     comment = ""
     if current is not None and features is not None:
-        comment = str(getattr(features.item("daemon_auto_start"), "trivia").comment)  # noqa: B009
-    ours = OWN_APP_SERVER_MARK in comment
+        comment = str(getattr(features.item(key), "trivia").comment)  # noqa: B009
+    ours = toggle.mark in comment
     if remove:
         if not ours or features is None:
             return text, None
-        before = comment.split(OWN_APP_SERVER_MARK, 1)[1].strip()
-        block = _features_block("unset")
+        before = comment.split(toggle.mark, 1)[1].strip()
+        block = _toggle_block(toggle, "unset")
         if before == "unset" and text.endswith(block):  # as install appended it
             head = text[: len(text) - len(block)]
             return (head[:-1] if head.endswith("\n\n") else head), None
         if before in ("true", "false"):
-            features["daemon_auto_start"] = before == "true"
-            trivia = getattr(features.item("daemon_auto_start"), "trivia")  # noqa: B009
+            features[key] = before == "true"
+            trivia = getattr(features.item(key), "trivia")  # noqa: B009
             trivia.comment = trivia.comment_ws = ""
         else:
-            del features["daemon_auto_start"]
+            del features[key]
             if not features:
-                del doc["features"]
+                del doc[name]
         return tomlkit.dumps(doc), None
-    if not own_app_server or ours or current is False:
+    if not on or ours or current is toggle.value:
         return text, None
     before = "unset" if current is None else str(bool(current)).lower()
     if features is None:  # appended as text: everything else stays byte for byte
         sep = "" if not text else "\n" if text.endswith("\n") else "\n\n"
-        return text + sep + _features_block(before), CODEX_OWN_APP_SERVER
-    item = tomlkit.item(False)
-    item.comment(f"{OWN_APP_SERVER_MARK} {before}")
-    features["daemon_auto_start"] = item
-    return tomlkit.dumps(doc), CODEX_OWN_APP_SERVER
+        return text + sep + _toggle_block(toggle, before), toggle.note
+    item = tomlkit.item(toggle.value)
+    item.comment(f"{toggle.mark} {before}")
+    features[key] = item
+    return tomlkit.dumps(doc), toggle.note
 
 
-def _features_block(before: str) -> str:
-    return f"[features]\ndaemon_auto_start = false  # {OWN_APP_SERVER_MARK} {before}\n"
+def _toggle_block(toggle: Toggle, before: str) -> str:
+    value = "true" if toggle.value else "false"
+    return f"[{toggle.table}]\n{toggle.key} = {value}  # {toggle.mark} {before}\n"
 
 
 def exe_of(entry: Any) -> list[str]:
@@ -618,30 +506,36 @@ def exe_of(entry: Any) -> list[str]:
     return [str(entry.get("command")), *[str(a) for a in entry.get("args", [])][:-1]]
 
 
-def _drop_empty_version(harness: str, data: dict[str, Any]) -> dict[str, Any]:
-    """Copilot CLI's hooks file without hooks is no file (what install created)."""
-    if harness == "copilot" and set(data) == {"version"}:
+def _drop_header(spec: Harness, data: dict[str, Any]) -> dict[str, Any]:
+    """A hooks file left with nothing but the keys a new one starts with is no file (what
+    install created)."""
+    if spec.file_header and set(data) == set(spec.file_header):
         return {}
     return data
 
 
 # ----------------------------------------------------------------------------------------------
-# opencode: a plugin file (docs/harnesses.md).
+# A plugin file (``Harness.layout`` PLUGIN: opencode's; docs/harnesses.md), shipped as
+# ``tmuxlocd/data/<harness>-plugin.js`` with ``const ARGV = [];`` for the hook's command.
 
-OPENCODE_PLUGIN_NAME = "tmuxlocd.js"
-OPENCODE_MARK = "// tmuxlocd opencode plugin"
 _ARGV_LINE = "const ARGV = "
 
 
-def plugin_text(launcher: Sequence[str]) -> str:
-    """The plugin, running ``launcher`` + ``opencode`` as its hook command."""
-    argv = json.dumps([*launcher, "opencode"], ensure_ascii=False)
-    return packaged_file("opencode-plugin.js").replace("const ARGV = [];", f"{_ARGV_LINE}{argv};")
+def plugin_mark(harness: str) -> str:
+    """The first line of a plugin of ours."""
+    return f"// tmuxlocd {harness} plugin"
 
 
-def plugin_argv(text: str) -> list[str] | None:
+def plugin_text(launcher: Sequence[str], harness: str) -> str:
+    """The plugin, running ``launcher`` + the harness as its hook command."""
+    argv = json.dumps([*launcher, harness], ensure_ascii=False)
+    text = packaged_file(f"{harness}-plugin.js")
+    return text.replace("const ARGV = [];", f"{_ARGV_LINE}{argv};")
+
+
+def plugin_argv(text: str, harness: str) -> list[str] | None:
     """The hook command a plugin of ours runs; None for a file that is not ours."""
-    if not text.startswith(OPENCODE_MARK):
+    if not text.startswith(plugin_mark(harness)):
         return None
     for line in text.splitlines():
         if line.startswith(_ARGV_LINE):
@@ -654,12 +548,14 @@ def plugin_argv(text: str) -> list[str] | None:
     return None
 
 
-def plan_plugin(text: str, path: str, launcher: Sequence[str], *, remove: bool) -> str:
+def plan_plugin(
+    text: str, path: str, launcher: Sequence[str], harness: str, *, remove: bool
+) -> str:
     """The plugin file after install (ours, written whole) or remove (gone); a file of the
     same name that is not ours is left alone."""
-    if text and not text.startswith(OPENCODE_MARK):
+    if text and not text.startswith(plugin_mark(harness)):
         raise InstallError(f"{path}: not tmuxlocd's plugin; left untouched")
-    return "" if remove else plugin_text(launcher)
+    return "" if remove else plugin_text(launcher, harness)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -680,37 +576,21 @@ class FilePlan:
         return self.before != self.after
 
 
+def resolve(
+    templates: dict[str, str], home: Path, cwd: Path, env: dict[str, str]
+) -> dict[str, Path]:
+    """Path templates of a description (``base.expand``) as paths."""
+    return {role: Path(expand(t, str(home), str(cwd), env)) for role, t in templates.items()}
+
+
 def config_paths(
     harness: str, project: bool, home: Path, cwd: Path, env: dict[str, str]
 ) -> dict[str, Path]:
-    """The files to edit: ``hooks`` and ``mcp`` (the same file for Gemini CLI and Qwen Code;
-    none for Antigravity CLI and opencode, whose ``hooks`` is the plugin)."""
-    if harness == "copilot":
-        if project:  # a repository's hooks; its MCP servers are the user's to add
-            return {"hooks": cwd / ".github" / "hooks" / "tmuxlocd.json"}
-        base = Path(env.get("COPILOT_HOME") or home / ".copilot")
-        return {"hooks": base / "hooks" / "tmuxlocd.json", "mcp": base / "mcp-config.json"}
-    if harness == "qwen":
-        base = cwd / ".qwen" if project else home / ".qwen"
-        return {"hooks": base / "settings.json", "mcp": base / "settings.json"}
-    if harness == "opencode":
-        if project:
-            return {"hooks": cwd / ".opencode" / "plugins" / OPENCODE_PLUGIN_NAME}
-        config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-        return {"hooks": config / "opencode" / "plugins" / OPENCODE_PLUGIN_NAME}
-    if harness == "antigravity":
-        if project:
-            return {"hooks": cwd / ".agents" / "hooks.json"}
-        return {"hooks": home / ".gemini" / "config" / "hooks.json"}
-    if harness == "claude":
-        if project:
-            return {"hooks": cwd / ".claude" / "settings.json", "mcp": cwd / ".mcp.json"}
-        return {"hooks": home / ".claude" / "settings.json"}
-    if harness == "codex":
-        base = cwd / ".codex" if project else Path(env.get("CODEX_HOME") or home / ".codex")
-        return {"hooks": base / "hooks.json", "mcp": base / "config.toml"}
-    base = cwd / ".gemini" if project else home / ".gemini"
-    return {"hooks": base / "settings.json", "mcp": base / "settings.json"}
+    """The files to edit: ``hooks`` and ``mcp`` (the same file for some harnesses; no
+    ``mcp`` where none is written; ``hooks`` is a plugin's file for a plugin), from the
+    harness's description."""
+    spec = harnesses.get(harness)
+    return resolve(spec.project_files if project else spec.user_files, home, cwd, env)
 
 
 def sandbox_step(
@@ -724,18 +604,20 @@ def sandbox_step(
     platform: str,
     env: dict[str, str],
 ) -> tuple[str, list[str]]:
-    """The settings file holding Claude Code's sandbox settings with the daemon's socket
-    allowed (``allow``) or taken out (``remove``), and what to tell the user."""
-    if harness == "claude" and remove:
+    """The settings file holding the harness's per-socket allow list with the daemon's
+    socket allowed (``allow``) or taken out (``remove``), and what to tell the user."""
+    spec = harnesses.get(harness)
+    listed = bool(spec.socket_list)
+    if listed and remove:
         return edit_json(text, path, lambda d: remove_sandbox_socket(d, socket)), []
     if remove:
         return text, []
-    if harness == "claude" and allow:
+    if listed and allow:
         text = edit_json(text, path, lambda d: add_sandbox_socket(d, socket))
     data = load_json(text, path)
     try:
-        allowed = harness == "claude" and socket in allowed_sockets(data)
-        network = _sandbox_network(data) if harness == "claude" else None
+        allowed = listed and socket in allowed_sockets(data)
+        network = _sandbox_network(data) if listed else None
     except InstallError as exc:
         raise InstallError(f"{path}: {exc}; left untouched") from None
     return text, sandbox_notes(
@@ -745,17 +627,18 @@ def sandbox_step(
         platform=platform,
         allowed=allowed,
         allow_all=network is not None and network.get("allowAllUnixSockets") is True,
-        sandboxed=harness == "gemini" and gemini_sandboxed(data, env),
+        sandboxed=spec.sandboxed is not None and spec.sandboxed(data, env),
     )
 
 
 def sandbox_path(harness: str, project: bool, paths: dict[str, Path]) -> Path:
-    """Where ``--allow-sandbox`` writes Claude Code's entry: the user's settings, or with
-    ``--project`` the project's local settings (``.claude/settings.local.json``, this
-    machine's, where Claude Code's ``/sandbox`` writes too), never the shared project file,
+    """Where ``--allow-sandbox`` writes: the hooks' settings file, or with ``--project`` the
+    file the description names beside it (Claude Code's ``.claude/settings.local.json``,
+    this machine's, where its ``/sandbox`` writes too), never the shared project file,
     since the path is this machine's."""
-    if harness == "claude" and project:
-        return paths["hooks"].with_name("settings.local.json")
+    local = harnesses.get(harness).project_sandbox_file
+    if project and local:
+        return paths["hooks"].with_name(local)
     return paths["hooks"]
 
 
@@ -779,8 +662,10 @@ def plan_files(
 
     ``socket``: the daemon's socket; with ``allow_sandbox``, allowed in the harness's sandbox
     where it has a per-socket allow list; taken out of that list by ``remove``; None leaves
-    the sandbox settings alone and says nothing of them.  ``sandbox_file``: where Claude
-    Code's entry goes (its text in ``texts``), the hooks' file when None."""
+    the sandbox settings alone and says nothing of them.  ``sandbox_file``: where that entry
+    goes (its text in ``texts``), the hooks' file when None.  ``own_app_server``: the
+    harness's ``Toggle`` on (its flag)."""
+    spec = harnesses.get(harness)
     command = hook_command(hook, harness, min_interval_ms)
     notes: dict[Path, list[str]] = {p: [] for p in paths.values()}
     after = dict(texts)
@@ -789,15 +674,18 @@ def plan_files(
         after[path] = edit_json(after[path], str(path), edit)
 
     hooks_path = paths["hooks"]
-    if harness == "opencode":
-        after[hooks_path] = plan_plugin(texts[hooks_path], str(hooks_path), hook, remove=remove)
+    plugin = spec.layout == PLUGIN
+    if plugin:
+        after[hooks_path] = plan_plugin(
+            texts[hooks_path], str(hooks_path), hook, harness, remove=remove
+        )
     elif remove:
-        json_step(hooks_path, lambda d: _drop_empty_version(harness, remove_hooks(d)))
+        json_step(hooks_path, lambda d: _drop_header(spec, remove_hooks(d)))
     else:
         json_step(hooks_path, lambda d: add_hooks(d, harness, command))
     box = sandbox_file or hooks_path
     notes.setdefault(box, [])
-    if socket is not None and harness != "opencode":  # a plugin: no sandbox setting there
+    if socket is not None and not plugin:  # a plugin: no sandbox setting there
         try:
             after[box], said = sandbox_step(
                 harness,
@@ -816,16 +704,25 @@ def plan_files(
             # Not asked to allow anything: an odd sandbox setting is no reason to refuse the
             # hooks; it is left as it is, and said.
             notes[box].append(str(exc))
+    manifest = paths.get("manifest")
+    if manifest is not None and spec.manifest is not None:
+        ours = json.dumps(spec.manifest, indent=2) + "\n"
+        now = texts.get(manifest, "")
+        if now and now != ours:
+            notes.setdefault(manifest, []).append(f"{manifest}: not tmuxlocd's; left alone")
+        else:
+            after[manifest] = "" if remove else ours
     mcp_path = paths.get("mcp")
-    if harness == "codex" and mcp_path is not None and mcp_path.suffix == ".toml":
-        after[mcp_path], note = edit_codex_features(
-            after[mcp_path], str(mcp_path), own_app_server=own_app_server, remove=remove
+    toml = mcp_path is not None and mcp_path.suffix == ".toml"
+    if toml and spec.toggle is not None and mcp_path is not None:
+        after[mcp_path], note = edit_toggle(
+            after[mcp_path], str(mcp_path), spec.toggle, on=own_app_server, remove=remove
         )
         if note:
             notes[mcp_path].append(note)
-    if mcp_path is not None and mcp_path.suffix == ".toml":
-        after[mcp_path], note = edit_codex_toml(
-            after[mcp_path], str(mcp_path), None if remove else exe
+    if toml and mcp_path is not None:
+        after[mcp_path], note = edit_toml_mcp(
+            after[mcp_path], str(mcp_path), None if remove else exe, spec.toml_env_vars
         )
         if note:
             notes[mcp_path].append(note)
@@ -847,79 +744,12 @@ def plan_files(
     return [FilePlan(p, texts[p], after[p], notes[p]) for p in files]
 
 
-# Codex's shared app-server (``[features] daemon_auto_start``, on by default): docs/harnesses.md.
-CODEX_SHARED_SERVER = (
-    "Current Codex runs one shared app-server for all its TUIs (started by the first, in the "
-    "background) and runs every session's hooks and MCP servers under it.  tmuxlocd places a "
-    "session by the one TUI connected to that server when the session began (the kernel "
-    "pairs the server's sockets with its clients); a session begun while two or more TUIs "
-    "were connected is told nothing (never another TUI's pane), and the MCP server says it "
-    "cannot tell.  For every TUI to be told its pane, give each its own app-server: "
-    "`tmuxlocd install codex --own-app-server` sets [features] daemon_auto_start = false "
-    "(then restart Codex: `codex app-server stop` ends a running shared server)."
-)
-CODEX_OWN_APP_SERVER = (
-    "[features] daemon_auto_start = false: each Codex TUI runs its own app-server, so its "
-    "hooks and MCP server run in its pane and every TUI is told its pane; the trade-off: no "
-    "shared server (each TUI starts its own, and threads are not shared between TUIs).  "
-    "`tmuxlocd install codex --remove` puts back what was there."
-)
-
-
 def next_steps(harness: str, project: bool, exe: Sequence[str], remove: bool) -> list[str]:
-    """What the user still has to do."""
-    mcp = " ".join(shlex.quote(a) for a in [*exe, "mcp"])
+    """What the user still has to do (the description's ``next_steps``/``remove_steps``)."""
+    spec = harnesses.get(harness)
+    steps = spec.remove_steps(project) if remove else spec.next_steps(project, exe)
     if remove:
-        steps = ["Restart the harness's running sessions to drop the hooks."]
-        if harness == "claude" and not project:
-            steps.append(f"If you added the MCP server: claude mcp remove --scope user {MCP_NAME}")
         return steps
-    steps = []
-    if harness == "claude":
-        steps.append("Start a new Claude Code session (or run /hooks) to load the hooks.")
-        if not project:
-            steps.append(
-                "MCP server (Claude Code keeps user servers in ~/.claude.json, which it "
-                f"rewrites itself): claude mcp add --scope user {MCP_NAME} -- {mcp}"
-            )
-    elif harness == "codex":
-        steps.append(
-            "In Codex, open /hooks once and trust the new hooks (Codex runs no "
-            "untrusted hook).  Hooks are a stable feature of current Codex; an older "
-            "version needs [features] hooks = true (earlier: codex_hooks) in "
-            "config.toml."
-        )
-        if project:
-            steps.append("Codex reads .codex/ only in a trusted project.")
-        steps.append(CODEX_SHARED_SERVER)
-    elif harness == "gemini":
-        steps.append(
-            "Start a new Gemini CLI session; /hooks lists the hooks (hooksConfig."
-            "enabled must not be false)."
-        )
-    elif harness == "copilot":
-        steps.append(
-            "Start a new Copilot CLI session (`copilot`); the hooks run in every session "
-            "(a repository's .github/hooks only in a trusted folder).  The location arrives "
-            "with the first prompt."
-        )
-    elif harness == "qwen":
-        steps.append(
-            "Start a new Qwen Code session; /hooks lists the hooks (disableAllHooks must not "
-            "be true)."
-        )
-    elif harness == "opencode":
-        steps.append(
-            "Start opencode again: it loads plugins at start-up.  The MCP server is not "
-            'written for opencode; add it under "mcp" in opencode.json if you want it: '
-            f'"{MCP_NAME}": {{"type": "local", "command": {json.dumps([*exe, "mcp"])}}}'
-        )
-    else:
-        steps.append(
-            "Start a new Antigravity CLI session (agy).  These hooks follow Antigravity's "
-            "documented contract and were not run here; `tmuxlocd doctor antigravity` checks "
-            "the file only.  No MCP server is written for it."
-        )
     try:
         import importlib.util
 
@@ -1056,11 +886,18 @@ def run(
             out(f"tmuxlocd: systemd units have no sandbox to allow; {ALLOW_SANDBOX} does not apply")
             return 2
         return run_systemd(dry_run=dry_run, remove=remove, home=home, out=out)
-    if own_app_server and harness != "codex":
-        out("tmuxlocd: --own-app-server is Codex's (its shared app-server); not for " + harness)
-        return 2
     if harness not in HARNESSES:
         out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
+        return 2
+    toggle = harnesses.get(harness).toggle
+    if own_app_server and (toggle is None or toggle.flag != "--own-app-server"):
+        owners = [
+            h.title for h in harnesses.every() if h.toggle and h.toggle.flag == "--own-app-server"
+        ]
+        out(
+            f"tmuxlocd: --own-app-server is {', '.join(owners)}'s (its shared app-server); not for "
+            + harness
+        )
         return 2
     exe = list(exe or this_tmuxlocd())
     hook = list(hook or this_hook())
@@ -1104,6 +941,46 @@ def run(
     for step in next_steps(harness, project, exe, remove):
         out(f"next: {step}")
     return 0
+
+
+def found_harnesses(
+    home: Path, env: dict[str, str], which: Callable[[str], str | None]
+) -> list[tuple[str, str | None]]:
+    """Each harness and why it is skipped (None: it is on this machine: its configuration
+    directory exists, or its command is on PATH)."""
+    out: list[tuple[str, str | None]] = []
+    for spec in harnesses.every():
+        where = Path(expand(spec.home_dir, str(home), str(home), env))
+        if where.is_dir() or which(spec.binary):
+            out.append((spec.name, None))
+        else:
+            out.append((spec.name, f"no {where} and no {spec.binary} on PATH"))
+    return out
+
+
+def run_all(*, out: Callable[[str], None] = print, **options: Any) -> tuple[int, list[str]]:
+    """``tmuxlocd install`` with no harness named: every harness found on this machine, and
+    which were skipped and why.  (The worst status, the harnesses installed.)"""
+    import shutil
+
+    env = dict(os.environ)
+    home = options.get("home") or Path.home()
+    status, done = 0, []
+    for name, skipped in found_harnesses(
+        home, env, lambda b: shutil.which(b, path=env.get("PATH"))
+    ):
+        if skipped is not None:
+            out(f"skipped {name}: {skipped}")
+            continue
+        out(f"== {harnesses.get(name).title} ({name})")
+        code = run(name, out=out, **options)
+        status = max(status, code)
+        if code == 0:
+            done.append(name)
+    if not done:
+        out("tmuxlocd: no harness found to install for")
+        return max(status, 1), done
+    return status, done
 
 
 # ----------------------------------------------------------------------------------------------

@@ -15,7 +15,19 @@ from tmuxlocd.core.location import Location
 
 AgentState = Literal["working", "waiting", "idle"]
 AgentStateOrGone = Literal["working", "waiting", "idle", "gone"]
-Harness = Literal["claude", "codex", "gemini", "copilot", "qwen", "opencode", "antigravity"]
+Harness = Literal[
+    "claude",
+    "codex",
+    "gemini",
+    "copilot",
+    "qwen",
+    "opencode",
+    "antigravity",
+    "cursor",
+    "goose",
+    "crush",
+    "kiro",
+]
 # What ``/v1/panes/{pane}/wait`` waits for of a pane's agent (beside ``activity.Until``).
 AgentUntil = Literal["agent-idle", "agent-waiting"]
 AGENT_UNTILS: tuple[str, ...] = ("agent-idle", "agent-waiting")

@@ -25,207 +25,51 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not typing's: a hook started with python -S pays for every import
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
+    from typing import Any
 
+# The states, as the descriptions (``core/harnesses/base.py``) spell them too: this module
+# imports nothing when it is imported (the registry, in ``report_of``, on first use).
 WORKING = "working"
 WAITING = "waiting"
 IDLE = "idle"
 GONE = "gone"
 STATES = (WORKING, WAITING, IDLE)
+PERMISSION = "permission"  # a reason, ``permission: <tool>`` when the tool is known
 
 MAX_REASON = 80
-PERMISSION = "permission"  # a reason, ``permission: <tool>`` when the tool is known
 MAX_SESSION_ID = 512
 
-# What each harness's hook events mean for its agent (docs/harnesses.md, "Agent state"):
-# a state, or a function of the payload's other fields for the events whose meaning depends
-# on them (Notification).  An event absent here says nothing of the agent.
-_FIXED: dict[str, dict[str, str]] = {
-    "claude": {
-        "SessionStart": IDLE,
-        "UserPromptSubmit": WORKING,
-        "PostToolUse": WORKING,
-        "PermissionRequest": WAITING,
-        "Notification": "",  # by notification_type
-        "Stop": IDLE,
-        "SessionEnd": GONE,
-    },
-    "codex": {
-        "SessionStart": IDLE,
-        "UserPromptSubmit": WORKING,
-        "PostToolUse": WORKING,
-        "PermissionRequest": WAITING,
-        "Stop": IDLE,
-        "SessionEnd": GONE,
-    },
-    "gemini": {
-        "SessionStart": IDLE,
-        "BeforeAgent": WORKING,
-        "AfterTool": WORKING,
-        "Notification": "",  # by notification_type
-        "AfterAgent": IDLE,
-        "SessionEnd": GONE,
-    },
-    # Antigravity CLI (its hooks documentation; read, not run): ``PreInvocation`` before
-    # every model call of a turn, ``Stop`` when the agent stops (``terminationReason``).  No
-    # hook tells of its permission dialog or of a session's end: it is never ``waiting``
-    # here, and it is gone when its process exits.
-    "antigravity": {
-        "PreInvocation": WORKING,
-        "Stop": IDLE,
-    },
-    # GitHub Copilot CLI (1.0.102, run): camelCase events, named on the hook's command line.
-    # ``postToolUse`` runs after a tool succeeded, ``postToolUseFailure`` after it failed.
-    # Its ``notification`` hook gets Claude Code's shape (``notification_type``), but names no
-    # tool.  Not ``permissionRequest``: it runs before the permission rules, for every tool
-    # call that would need one, also those approved without a dialog (``--allow-all``).  Not
-    # ``sessionStart`` either: it runs concurrently with the first prompt's hook and would
-    # be taken for a later ``idle``.
-    "copilot": {
-        "userPromptSubmitted": WORKING,
-        "postToolUse": WORKING,
-        "postToolUseFailure": WORKING,
-        "notification": "",  # by notification_type
-        "agentStop": IDLE,
-        "sessionEnd": GONE,
-    },
-    # Qwen Code (0.24.4, run): Claude Code's events and fields.  ``PermissionRequest`` runs
-    # only where its dialog is shown (not for tools its approval mode lets through);
-    # ``UserPromptSubmit`` also runs before the request that carries a tool's result;
-    # ``StopFailure`` instead of ``Stop`` when an API error or a loop ends the turn.
-    "qwen": {
-        "SessionStart": IDLE,
-        "UserPromptSubmit": WORKING,
-        "PostToolUse": WORKING,
-        "PermissionRequest": WAITING,
-        "Notification": "",  # by notification_type
-        "Stop": IDLE,
-        "StopFailure": IDLE,
-        "SessionEnd": GONE,
-    },
-    # opencode has no command hooks: the plugin ``tmuxlocd install opencode`` writes sends
-    # these, Claude-shaped, from its plugin hooks and its bus events (opencode 1.18.33):
-    # ``permission.asked`` is PermissionRequest (``tool_name``: the permission asked for, such
-    # as bash, edit, external_directory), ``permission.replied`` PermissionReplied (once,
-    # always or reject: the turn goes on, or ends with a Stop), ``question.asked`` a
-    # Notification (elicitation_dialog), ``question.replied``/``rejected`` QuestionReplied,
-    # ``session.status`` idle Stop, ``session.deleted`` SessionEnd.
-    "opencode": {
-        "SessionStart": IDLE,
-        "UserPromptSubmit": WORKING,
-        "PostToolUse": WORKING,
-        "PermissionRequest": WAITING,
-        "PermissionReplied": WORKING,
-        "Notification": "",  # by notification_type
-        "QuestionReplied": WORKING,
-        "Stop": IDLE,
-        "SessionEnd": GONE,
-    },
-}
-
-# The hook events ``tmuxlocd install`` adds for agent state, beyond those of the context hook
-# (SessionStart, the prompt and the tool event report state too), with each one's matcher.
-# Codex has no SessionEnd hook (its generated hook schemas list none): its agent is gone when
-# its process exits.
-#
-# A harness tells of no permission granted: the tool's after-event is the first sign that the
-# agent works again.  The context hook's after-tool event matches the shell tool only; these
-# matchers add the other tools that ask first by default, so approving an edit ends
-# ``waiting`` when the edit is done, not at the next shell command or the turn's end.  Tools
-# that never ask (reads, searches) run no hook.  Claude Code: its permission table (Edit,
-# Write, NotebookEdit, WebFetch, WebSearch, and every MCP tool, ``mcp__<server>__<tool>``).
-# Gemini CLI 0.61.0: ``replace``, ``write_file``, ``web_fetch``, ``google_web_search`` and MCP
-# tools (``mcp_<server>_<tool>``); its matchers are unanchored regular expressions.  Codex
-# asks only for Bash and network access (its PermissionRequest schema), both ending in a
-# shell command.
-ASKING_TOOLS = {
-    "claude": "^(Edit|MultiEdit|Write|NotebookEdit|WebFetch|WebSearch|mcp__.*)$",
-    "gemini": "^(replace|write_file|web_fetch|google_web_search|mcp_.*)$",
-}
-STATE_EVENTS: dict[str, list[tuple[str, str | None]]] = {
-    "claude": [
-        ("PermissionRequest", None),
-        ("Notification", None),
-        ("PostToolUse", ASKING_TOOLS["claude"]),
-        ("Stop", None),
-        ("SessionEnd", None),
-    ],
-    "codex": [("PermissionRequest", None), ("Stop", None)],
-    "gemini": [
-        ("Notification", None),
-        ("AfterTool", ASKING_TOOLS["gemini"]),
-        ("AfterAgent", None),
-        ("SessionEnd", None),
-    ],
-    # The context hook's ``PreInvocation`` reports ``working`` already.
-    "antigravity": [("Stop", None)],
-    # Copilot CLI's hooks have no matcher: the context hook's ``postToolUse`` already runs
-    # for every tool, so an approved tool is ``working`` again when it is done.
-    "copilot": [
-        ("notification", None),
-        ("postToolUseFailure", None),
-        ("agentStop", None),
-        ("sessionEnd", None),
-    ],
-    # Qwen Code runs ``UserPromptSubmit`` (the context hook's) before it sends a tool's
-    # result: an approved tool is ``working`` again when it is done, with no more hooks.
-    "qwen": [
-        ("PermissionRequest", None),
-        ("Notification", None),
-        ("Stop", None),
-        ("StopFailure", None),
-        ("SessionEnd", None),
-    ],
-}
-
-# Each harness's Notification ``notification_type`` values, for those whose notifications
-# have Claude Code's shape (its hooks reference): the state and the reason each one means.
-# ``PERMISSION`` becomes ``permission: <tool>`` when the payload names the tool.  Gemini CLI's
-# one kind (``ToolPermission``) is read in ``report_of``.
-_NOTIFICATIONS: dict[str, dict[str, tuple[str, str]]] = {
-    "claude": {
-        "permission_prompt": (WAITING, PERMISSION),
-        "elicitation_dialog": (WAITING, "question"),
-        # A background agent of the session is blocked on the user (2.1.332's agents view).
-        "agent_needs_input": (WAITING, "question"),
-        "idle_prompt": (IDLE, ""),
-    },
-    # Copilot CLI 1.0.102: ``permission_prompt`` (title "Permission needed", ``message`` the
-    # action: "Run command: <command>", no tool), ``elicitation_dialog`` ("Information
-    # requested": its ``ask_user`` tool's dialog).
-    "copilot": {
-        "permission_prompt": (WAITING, PERMISSION),
-        "elicitation_dialog": (WAITING, "question"),
-    },
-    # Qwen Code 0.24.4: ``permission_prompt`` with the tool only in ``message`` ("Qwen Code
-    # needs your permission to use <tool>"); ``idle_prompt`` each time its prompt is idle
-    # again (at once, not after a delay: also after a denied permission, which runs no
-    # ``Stop``).  Its ``elicitation_dialog`` is declared but never sent.
-    "qwen": {
-        "permission_prompt": (WAITING, PERMISSION),
-        "idle_prompt": (IDLE, ""),
-    },
-    "opencode": {"elicitation_dialog": (WAITING, "question")},  # its question tool
-}
+# What each harness's hook events mean for its agent is its description's (``states``,
+# ``notifications``, ``question_tools``, ``session_field``, ``root_field``: docs/harnesses.md,
+# "Agent state"); the events ``tmuxlocd install`` adds for agent state only, its
+# ``state_hooks``.  A harness tells of no permission granted: the tool's after-event is the
+# first sign that the agent works again, so those hooks' matchers add the tools that ask
+# first by default (``asking_tools``).
 
 # Where a notification names the tool only in its ``message`` (Qwen Code's): the words
 # before the tool's name, which ends the message.
 _MESSAGE_TOOL = "needs your permission to use "
 
-# The tools whose "permission" dialog is a question the model asks the user: Qwen Code's
-# ``ask_user_question`` is confirmed as any tool is (``PermissionRequest``, then a
-# ``permission_prompt`` naming it), and its dialog is the question.
-_QUESTION_TOOLS = {"qwen": frozenset(("ask_user_question",))}
 
-# Where a payload names its session, for the harnesses whose field is not ``session_id``.
-_SESSION_FIELD = {"copilot": "sessionId", "antigravity": "conversationId"}
+def __getattr__(name: str) -> Any:
+    """The harnesses whose events say anything of their agent (``HARNESSES``), and the
+    tables earlier versions kept here, from the descriptions."""
+    if name not in (
+        "HARNESSES",
+        "STATE_EVENTS",
+        "ASKING_TOOLS",
+    ):  # (``hasattr`` asks for others: load nothing)
+        raise AttributeError(name)
+    from tmuxlocd.core import harnesses
 
-# Where a subagent's event names the session whose agent it is of (its root session's), for
-# the harnesses that run subagents as sessions of their own: opencode's child sessions, whose
-# events the plugin tells with both ids (the context stays the child's).
-_ROOT_FIELD = {"opencode": "root_session_id"}
-
-# The harnesses whose events say anything of their agent.
-HARNESSES = tuple(_FIXED)
+    if name == "HARNESSES":
+        return harnesses.NAMES
+    every = harnesses.every()
+    if name == "STATE_EVENTS":
+        return {h.name: list(h.state_hooks) for h in every if h.state_hooks}
+    if name == "ASKING_TOOLS":
+        return {h.name: h.asking_tools for h in every if h.asking_tools}
+    raise AttributeError(name)
 
 
 class Report:
@@ -282,9 +126,13 @@ def _tool(value: Mapping[str, object]) -> str:
     return tool if isinstance(tool, str) else ""
 
 
-def _permission(harness: str, value: Mapping[str, object]) -> str:
+def _permission(questions: frozenset[str], value: Mapping[str, object]) -> str:
+    """``permission: <tool>``; "question" for a tool (or a confirmation's ``details.type``,
+    Gemini CLI's ``ask_user``) whose dialog is a question the model asks the user."""
     tool = _tool(value)
-    if tool in _QUESTION_TOOLS.get(harness, ()):
+    details = value.get("details")
+    kind = details.get("type") if isinstance(details, dict) else None
+    if tool in questions or (isinstance(kind, str) and kind in questions):
         return "question"
     return short(f"{PERMISSION}: {tool}" if tool else PERMISSION)
 
@@ -293,17 +141,22 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
     """The agent state a hook event's payload (its JSON object) reports; None when it says
     nothing of it (an event of no meaning here, a notification of another kind, no session).
     ``event`` is the event's name from the hook's command line, for the harnesses that put
-    none in the payload (``harness.EVENT_IN_ARGV``); given, it wins over the payload's."""
-    events = _FIXED.get(harness)
+    none in the payload (``Harness.event_in_argv``); given, it wins over the payload's."""
+    from tmuxlocd.core import harnesses
+    from tmuxlocd.core.harness import session_of
+
+    spec = harnesses.find(harness)
+    if spec is None:
+        return None
+    events = spec.states
     # The command line's name first: ``install`` wrote it for this event, and a payload may
     # name it otherwise (Copilot CLI's ``notification`` carries ``"Notification"``).
-    name = event or value.get("hook_event_name")
-    session = value.get(_SESSION_FIELD.get(harness, "session_id"))
-    field = _ROOT_FIELD.get(harness)
-    root = value.get(field) if field else None
+    name = event or value.get(spec.event_field)
+    session = session_of(spec.session_field, spec.session_from_cwd, value)
+    root = value.get(spec.root_field) if spec.root_field else None
     if isinstance(root, str) and root:
         session = root
-    if events is None or not isinstance(name, str) or not isinstance(session, str):
+    if not isinstance(name, str) or not isinstance(session, str):
         return None
     if not session or len(session) > MAX_SESSION_ID or name not in events:
         return None
@@ -311,27 +164,15 @@ def report_of(harness: str, value: Mapping[str, object], event: str = "") -> Rep
     reason = ""
     if not state:  # a notification: by its kind
         kind = value.get("notification_type")
-        table = _NOTIFICATIONS.get(harness)
-        if table is not None:
-            found = table.get(kind) if isinstance(kind, str) else None
-            if found is None:
-                return None
-            state, reason = found
-            if (state, reason) == (WAITING, PERMISSION):
-                reason = _permission(harness, value)
-        elif kind == "ToolPermission":  # Gemini CLI's one notification type
-            # Its ``details`` are the confirmation's: ``type`` exec, edit, mcp, info, or
-            # ask_user for a question the model asks (gemini-cli's fireNotificationEvent).
-            details = value.get("details")
-            what = details.get("type") if isinstance(details, dict) else None
-            if what == "ask_user":
-                state, reason = WAITING, "question"
-            else:
-                state, reason = WAITING, _permission(harness, value)
-        else:
+        table = spec.notifications or {}
+        found = table.get(kind) if isinstance(kind, str) else None
+        if found is None:
             return None
+        state, reason = found
+        if (state, reason) == (WAITING, PERMISSION):
+            reason = _permission(spec.question_tools, value)
     elif state == WAITING:
-        reason = _permission(harness, value)
+        reason = _permission(spec.question_tools, value)
     return Report(harness, session, name, state, reason)
 
 

@@ -37,85 +37,55 @@ functions ``json`` itself uses for strings.
 from __future__ import annotations
 
 import zlib
-from _json import encode_basestring, scanstring
+from _json import scanstring
 
-HARNESSES = ("claude", "codex", "gemini", "copilot", "qwen", "opencode", "antigravity")
+from tmuxlocd.core import harnesses
+from tmuxlocd.core.harnesses.base import (
+    ORIGIN_START,
+    ORIGIN_TURN,
+    PRECOMPACT,
+    PROMPT,
+    START,
+    TOOL,
+    HookEvent,
+)
 
-START = "start"
-PROMPT = "prompt"
-TOOL = "tool"
-PRECOMPACT = "precompact"  # the harness may compact the history before its next request
+TYPE_CHECKING = False  # not typing's: the hook pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
-# Event names as each harness spells them on stdin (``hook_event_name``) and expects them
-# back (``hookSpecificOutput.hookEventName``), and what each means here.
-EVENTS: dict[str, dict[str, str]] = {
-    "claude": {"SessionStart": START, "UserPromptSubmit": PROMPT, "PostToolUse": TOOL},
-    "codex": {"SessionStart": START, "UserPromptSubmit": PROMPT, "PostToolUse": TOOL},
-    "gemini": {
-        "SessionStart": START,
-        "BeforeAgent": PROMPT,
-        "AfterTool": TOOL,
-        "PreCompress": PRECOMPACT,
-    },
-    # GitHub Copilot CLI (1.0.102): camelCase events, and no event name on stdin: the hook's
-    # command line names it (``--event``).  ``install`` leaves ``sessionStart`` out (it runs
-    # concurrently with the first prompt's hook); it is still understood.
-    "copilot": {"sessionStart": START, "userPromptSubmitted": PROMPT, "postToolUse": TOOL},
-    # Qwen Code (0.24.4): Claude Code's events and fields.
-    "qwen": {"SessionStart": START, "UserPromptSubmit": PROMPT, "PostToolUse": TOOL},
-    # opencode has no command hooks: the plugin ``tmuxlocd install opencode`` writes sends
-    # Claude-shaped events (docs/harnesses.md).
-    "opencode": {"SessionStart": START, "UserPromptSubmit": PROMPT, "PostToolUse": TOOL},
-    # Antigravity CLI: ``PreInvocation`` before every model call; only a turn's first
-    # (``invocationNum`` 0) is a prompt.  Its name comes from the command line too.
-    "antigravity": {"PreInvocation": PROMPT},
-}
+__all__ = ["ORIGIN_START", "ORIGIN_TURN", "PRECOMPACT", "PROMPT", "START", "TOOL", "HookEvent"]
 
-# The harnesses whose hooks get no event name on stdin: ``--event <name>`` in the command.
-EVENT_IN_ARGV = frozenset(("copilot", "antigravity"))
+# Every harness's description is its module in ``core/harnesses``; this module reads the
+# one its hook runs for (``harnesses.get``), and names none.
+HARNESSES = harnesses.NAMES
 
-# The name of each harness's shell tool (the matcher of its after-tool hook).
-SHELL_TOOL = {
-    "claude": "Bash",
-    "codex": "Bash",
-    "gemini": "run_shell_command",
-    "copilot": "bash",
-    "qwen": "run_shell_command",
-    "opencode": "bash",
-    "antigravity": "run_command",
-}
 
-# How the block a session was last told reached it: with the session's start, or with a
-# prompt or a tool call ("turn").  A resumed session's history replays the injections of the
-# origins listed here, and drops the others (docs/harnesses.md): Claude Code (2.1.332) and
-# Codex keep every hook's text in the history they resume; Gemini CLI (0.61.0) leaves out of
-# a resumed history every user turn that begins with ``<hook_context>``, as a session
-# start's text does.
-ORIGIN_START = "start"
-ORIGIN_TURN = "turn"
-REPLAYED: dict[str, frozenset[str]] = {
-    "claude": frozenset((ORIGIN_START, ORIGIN_TURN)),
-    "codex": frozenset((ORIGIN_START, ORIGIN_TURN)),
-    "gemini": frozenset((ORIGIN_TURN,)),
-    # Copilot CLI 1.0.102 (run): a resumed session's history keeps each prompt's and tool
-    # call's text and replaces the first ``sessionStart``'s with the new one's.
-    "copilot": frozenset((ORIGIN_TURN,)),
-    # Qwen Code 0.24.4 (run): a session start's text is part of the system prompt, which is
-    # built anew; a prompt's is in its user turn.
-    "qwen": frozenset((ORIGIN_TURN,)),
-    # opencode: the plugin puts the text in each request's system prompt and keeps it in
-    # memory; a new opencode process starts each session with a ``SessionStart``.
-    "opencode": frozenset(),
-    "antigravity": frozenset((ORIGIN_TURN,)),
-}
+def __getattr__(name: str) -> Any:
+    """The tables earlier versions kept here, from the descriptions (loaded when asked for:
+    the hook needs one harness's only)."""
+    if name not in (
+        "EVENTS",
+        "EVENT_IN_ARGV",
+        "SHELL_TOOL",
+        "REPLAYED",
+        "EPHEMERAL",
+    ):  # (``hasattr`` asks for others: load nothing)
+        raise AttributeError(name)
+    every = harnesses.every()
+    if name == "EVENTS":
+        return {h.name: dict(h.events) for h in every}
+    if name == "EVENT_IN_ARGV":
+        return frozenset(h.name for h in every if h.event_in_argv)
+    if name == "SHELL_TOOL":
+        return {h.name: h.shell_tool for h in every}
+    if name == "REPLAYED":
+        return {h.name: h.replayed for h in every}
+    if name == "EPHEMERAL":
+        return frozenset(h.name for h in every if h.ephemeral)
+    raise AttributeError(name)
 
-# The harnesses whose injected text lasts one turn: Antigravity CLI's ``ephemeralMessage``
-# step is in the model's context for that turn and not kept in the conversation (its hooks
-# documentation), so every turn's first model call is told the location.
-EPHEMERAL = frozenset(("antigravity",))
-
-# Copilot CLI's ``sessionStart`` sources (``new``, ``resume``) as the ones above.
-COPILOT_SOURCES = {"new": "startup", "resume": "resume"}
 
 # What Gemini CLI appends to a session's transcript when it rebuilds the chat's history, on
 # compression and on resume (``ChatRecordingService.initialize`` with resumed data): the
@@ -135,44 +105,11 @@ STATE_MAX_AGE_S = 7 * 86_400
 STATE_MAX_FILES = 256
 
 
-class HookEvent:
-    """One hook event, as far as it matters here: ``source`` is a session start's
-    (``startup``, ``resume``, ``clear``, ``compact``), ``transcript`` the session's transcript
-    path and ``trigger`` Gemini's ``PreCompress`` trigger (``auto``, ``manual``); "" when
-    absent."""
-
-    __slots__ = ("harness", "kind", "name", "session", "source", "transcript", "trigger")
-
-    def __init__(
-        self,
-        harness: str,
-        name: str,
-        kind: str,
-        session: str,
-        source: str = "",
-        transcript: str = "",
-        trigger: str = "",
-    ) -> None:
-        self.harness = harness
-        self.name = name
-        self.kind = kind
-        self.session = session
-        self.source = source
-        self.transcript = transcript
-        self.trigger = trigger
-
-    def __repr__(self) -> str:
-        return (
-            f"HookEvent({self.harness!r}, {self.name!r}, {self.kind!r}, {self.session!r}, "
-            f"{self.source!r}, {self.transcript!r}, {self.trigger!r})"
-        )
-
-
 def parse_event(harness: str, data: bytes, event_name: str = "") -> HookEvent | None:
     """The event JSON a harness writes on the hook's stdin -> a HookEvent; None for anything
     this command does not act on (bad JSON, no session, an event it does not know).
     ``event_name``: the event, for the harnesses that do not write it on stdin
-    (``EVENT_IN_ARGV``)."""
+    (``Harness.event_in_argv``)."""
     value = payload(data)
     return None if value is None else event_of(harness, value, event_name)
 
@@ -190,63 +127,57 @@ def payload(data: bytes) -> dict[str, object] | None:
 
 
 def event_of(harness: str, value: dict[str, object], event_name: str = "") -> HookEvent | None:
-    """``parse_event`` on an already decoded payload."""
-    events = EVENTS.get(harness)
-    if events is None:
+    """``parse_event`` on an already decoded payload, as the harness's description says:
+    where its event name (the payload's ``hook_event_name``, or the command line's), its
+    session and its tool are; a tool event of another tool than the shell tells nothing (the
+    location is told after shell commands only, whatever the matchers run; a harness whose
+    hooks have no matcher must name the tool); a session start's source in Claude Code's
+    words; for a harness that calls its prompt hook before every model call, only a turn's
+    first call (``first_call_field`` 0) is a prompt."""
+    spec = harnesses.find(harness)
+    if spec is None:
         return None
-    if harness == "copilot":
-        return _copilot_event(value, event_name)
-    if harness == "antigravity":
-        return _antigravity_event(value, event_name)
-    name = value.get("hook_event_name")
-    session = value.get("session_id")
+    name = event_name if spec.event_in_argv else value.get(spec.event_field)
+    session = session_of(spec.session_field, spec.session_from_cwd, value)
     if not isinstance(name, str) or not isinstance(session, str):
         return None
-    kind = events.get(name)
+    kind = spec.events.get(name)
     if kind is None or not session or len(session) > MAX_SESSION_ID:
         return None
-    tool = value.get("tool_name")
-    if kind == TOOL and isinstance(tool, str) and tool != SHELL_TOOL[harness]:
-        # Another tool's after-event (installed for the agent's state): the location is
-        # told after shell commands only, whatever the matchers run.
-        return None
+    if spec.first_call_field:
+        number = value.get(spec.first_call_field)
+        if type(number) is not int or number != 0:
+            return None
+    if kind == TOOL:
+        tool = value.get(spec.tool_field)
+        if (isinstance(tool, str) or spec.layout == "flat") and tool != spec.shell_tool:
+            return None
+    source = _word(value.get("source"))
     return HookEvent(
         harness,
         name,
         kind,
         session,
-        _word(value.get("source")),
+        spec.sources.get(source, source),
         _path(value.get("transcript_path")),
         _word(value.get("trigger")),
     )
 
 
-def _copilot_event(value: dict[str, object], name: str) -> HookEvent | None:
-    """Copilot CLI: ``sessionId``, ``source`` (``new``, ``resume``), ``toolName``; its hooks
-    have no matcher, so a ``postToolUse`` of any tool but the shell is dropped here."""
-    kind = EVENTS["copilot"].get(name)
-    session = value.get("sessionId")
-    if kind is None or not isinstance(session, str) or not session:
-        return None
-    if len(session) > MAX_SESSION_ID:
-        return None
-    if kind == TOOL and value.get("toolName") != SHELL_TOOL["copilot"]:
-        return None
-    source = _word(value.get("source"))
-    return HookEvent("copilot", name, kind, session, COPILOT_SOURCES.get(source, source))
-
-
-def _antigravity_event(value: dict[str, object], name: str) -> HookEvent | None:
-    """Antigravity CLI: ``conversationId``; a ``PreInvocation`` counts only as the first
-    model call of a turn (``invocationNum`` 0), the others are that turn's tool rounds."""
-    kind = EVENTS["antigravity"].get(name)
-    session = value.get("conversationId")
-    number = value.get("invocationNum")
-    if kind is None or not isinstance(session, str) or not session:
-        return None
-    if len(session) > MAX_SESSION_ID or type(number) is not int or number != 0:
-        return None
-    return HookEvent("antigravity", name, kind, session)
+def session_of(field: str, from_cwd: bool, value: Mapping[str, object]) -> object:
+    """The payload's session id (its harness's field, or the first of ``a|b`` it has); for a
+    harness whose payload names none (Kiro CLI's), its
+    working directory's: two sessions in one directory then share what they were told, and
+    each is told again when its location differs from the other's (never a wrong one)."""
+    session = None
+    for name in field.split("|"):  # "a|b": the first of them the payload has
+        session = value.get(name)
+        if session is not None:
+            break
+    if session is None and from_cwd:
+        cwd = value.get("cwd")
+        session = f"cwd:{cwd}" if isinstance(cwd, str) and cwd else None
+    return session
 
 
 def _word(value: object) -> str:
@@ -572,11 +503,12 @@ def holds(event: HookEvent, prior: State | None, rebuilt: bool) -> str:
     """What the model's history holds of the location when this event runs, as far as the
     session's state knows: what it was last told, unless the history was rebuilt since, or
     this session start begins a history without it."""
-    if prior is None or rebuilt or event.harness in EPHEMERAL:
+    spec = harnesses.find(event.harness)
+    if prior is None or rebuilt or (spec is not None and spec.ephemeral):
         return ""
     if event.kind != START:
         return prior.block
-    if event.source == "resume" and prior.origin in REPLAYED.get(event.harness, frozenset()):
+    if event.source == "resume" and spec is not None and prior.origin in spec.replayed:
         return prior.block
     return ""
 
@@ -725,21 +657,8 @@ def writer_tty(holders: list[Holder]) -> tuple[int, str]:
 
 
 def render(harness: str, event_name: str, text: str) -> bytes:
-    """The hook's stdout.  Claude Code, Codex, Gemini CLI and Qwen Code (and the opencode
-    plugin) read ``{"hookSpecificOutput": {"hookEventName": <event>, "additionalContext":
-    <text>}}`` for these events (Codex's schemas allow no other keys in that object); Copilot
-    CLI reads a top-level ``additionalContext``; Antigravity CLI, ``injectSteps`` with one
-    ``ephemeralMessage`` step."""
-    quoted = encode_basestring(text)
-    if harness == "copilot":
-        out = f'{{"additionalContext": {quoted}}}\n'
-    elif harness == "antigravity":
-        out = f'{{"injectSteps": [{{"ephemeralMessage": {quoted}}}]}}\n'
-    else:
-        out = (
-            f'{{"hookSpecificOutput": {{"hookEventName": {encode_basestring(event_name)}, '
-            f'"additionalContext": {quoted}}}}}\n'
-        )
+    """The hook's stdout, in the harness's format (its description's ``render``)."""
+    out = harnesses.get(harness).render(event_name, text)
     return out.encode("utf-8", "surrogateescape")
 
 
