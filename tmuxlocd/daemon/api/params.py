@@ -36,7 +36,7 @@ from tmuxlocd.core.activity import WAIT_DEFAULT_S, WAIT_MAX_S
 from tmuxlocd.core.agent_view import Harness
 from tmuxlocd.core.events import STREAM_TYPES, ActivityType, ChangeType
 from tmuxlocd.core.layout import Direction
-from tmuxlocd.daemon.api.errors import ApiError
+from tmuxlocd.daemon.api.errors import ApiError, clip
 
 LIMIT_DEFAULT = 100
 LIMIT_MAX = 1000
@@ -56,7 +56,7 @@ Decode = Callable[[str, str], Any]  # (field name, the URL's string) -> value, o
 
 
 def bad(param: str, value: str, expected: str) -> NoReturn:
-    raise ApiError(400, f"bad_{param}", f"bad {param} {value!r}: expected {expected}")
+    raise ApiError(400, f"bad_{param}", f"bad {param} {clip(value)!r}: expected {expected}")
 
 
 def parse_id(value: str, kind: Literal["pane", "window", "session"]) -> str:
@@ -69,7 +69,7 @@ def parse_id(value: str, kind: Literal["pane", "window", "session"]) -> str:
         raise ApiError(
             400,
             f"bad_{kind}_id",
-            f"bad {kind} id {value!r}: expected a number, {sigil}N or self",
+            f"bad {kind} id {clip(value)!r}: expected a number, {sigil}N or self",
         )
     return f"{sigil}{int(m.group(1))}"
 
