@@ -107,6 +107,7 @@ async def _end_streams(ctx: Context) -> None:
 def _bind(ctx: Context, route: Route[Any]) -> Handler:
     """The aiohttp handler of a route: decode its query (and body) once, then call it."""
     decode = route.decoder.decode
+    plan = route.decoder.plan
     call = route.handler
     body = route.body
     repeat = route.repeat
@@ -117,9 +118,12 @@ def _bind(ctx: Context, route: Route[Any]) -> Handler:
             return again
         # Most questions carry no query at all: skip building aiohttp's query mapping.
         source: Mapping[str, str] = request.query if request.query_string else empty
-        if body is not None:
-            first = {name: source[name] for name in source}  # as .get() reads
-            source = ChainMap(await _body_fields(request, body), first)
+        if body:
+            fields = await _body_fields(request, plan)
+            if fields:
+                decode(request.match_info, source)  # the query's own are checked too
+                first = {name: source[name] for name in source}  # as .get() reads
+                source = ChainMap(fields, first)
         elif request.body_exists:
             await read_body(request)  # unused, but one that does not decode is still a 400
         return await call(ctx, request, decode(request.match_info, source))
@@ -161,18 +165,29 @@ async def _refusal(request: web.Request, fallback: web.AbstractResource) -> web.
     raise web.HTTPNotFound()
 
 
-async def _body_fields(request: web.Request, cls: type[msgspec.Struct]) -> dict[str, str]:
-    """The fields a JSON body gives (an empty body gives none); they override the query's."""
+_BODY = msgspec.json.Decoder(dict[str, str])
+
+
+async def _body_fields(
+    request: web.Request, plan: tuple[tuple[str, Any, bool], ...]
+) -> dict[str, str]:
+    """The fields a JSON body gives (an empty body gives none): an object of strings naming
+    only the query's fields."""
     body = await read_body(request)
     if not body.strip():
         return {}
     try:
-        fields = msgspec.json.decode(body, type=cls)
+        fields = _BODY.decode(body)
     except msgspec.DecodeError as exc:
-        what = cls.__name__.removesuffix("Body").lower()
-        raise ApiError(400, "bad_json", f"the body is not a {what} object: {exc}") from None
-    values = msgspec.structs.asdict(fields)
-    return {name: value for name, value in values.items() if value is not None}
+        raise ApiError(
+            400, "bad_json", f"the body is not a JSON object of strings: {clip(str(exc))}"
+        ) from None
+    known = {name for name, _, in_path in plan if not in_path}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        names = clip(", ".join(unknown))
+        raise ApiError(400, "bad_json", f"the body has unknown fields: {names}")
+    return fields
 
 
 async def read_body(request: web.Request) -> bytes:
