@@ -25,7 +25,7 @@ PROBE = Path(__file__).resolve().parent / "mcp_conformance.py"
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = ("where", "tool", "case", "expected", "got", "ok")
-    cells = [head]
+    cells: list[tuple[str, ...]] = [head]
     for r in rows:
         cells.append((*(str(r[k]) for k in head[:-1]), "ok" if r["ok"] else "FAIL"))
     widths = [min(max(len(c[i]) for c in cells), 60) for i in range(len(head))]
