@@ -24,6 +24,7 @@ from aiohttp import web
 from tmuxlocd.core.layout import pane_rects, parse_layout
 from tmuxlocd.core.model import Pane, ServerState, Session, Window, Winlink, sort_winlinks
 from tmuxlocd.daemon.api import create_app
+from tmuxlocd.daemon.api.server import ApiRunner
 from tmuxlocd.daemon.hub import Hub
 from tmuxlocd.host.sockets import resolve_server
 
@@ -155,7 +156,7 @@ class Api:
     async def start(self) -> None:
         self.app = create_app(self.hub, **self.options)
         # handler_cancellation as the daemon runs it: a stream ends when its client hangs up.
-        self.runner = web.AppRunner(
+        self.runner = ApiRunner(
             self.app,
             handle_signals=False,
             access_log=None,

@@ -47,10 +47,13 @@ async def test_a_report_from_outside_tmux_is_404(api: Api, hub: Hub) -> None:
     """The test process is in no pane: it can report for none, whatever it says."""
     registry_of(api, hub)
     hub.update(spec_state(A))
+    status, body, _ = await api.post("/v1/agents/self?harness=claude&session_id=s&state=idle")
+    assert status == 404 and body["error"]["code"] == "not_in_a_pane"
+    # The report is in the query: a JSON body is not read for it.
     status, body, _ = await api.post(
         "/v1/agents/self", json={"harness": "claude", "session_id": "s", "state": "idle"}
     )
-    assert status == 404 and body["error"]["code"] == "not_in_a_pane"
+    assert (status, body["error"]["code"]) == (400, "bad_harness")
 
 
 async def test_listing_and_filters(api: Api, hub: Hub) -> None:

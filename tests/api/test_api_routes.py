@@ -140,7 +140,8 @@ async def test_self_text_outside_tmux_is_204(api: Api, hub: Hub) -> None:
 async def test_panes_list_and_pagination(api: Api, hub: Hub) -> None:
     hub.update(rich_state())
     status, body, _ = await api.get("/v1/panes")
-    assert status == 200 and set(body) == {"panes", "total", "truncated"}
+    assert status == 200 and set(body) == {"detail", "panes", "total", "truncated"}
+    assert body["detail"] == "full"
     assert [p["pane"]["id"] for p in body["panes"]] == ["%3", "%4", "%5", "%7"]
     assert body["total"] == 4 and body["truncated"] is False
     status, body, _ = await api.get("/v1/panes?limit=2&offset=1")
@@ -150,9 +151,9 @@ async def test_panes_list_and_pagination(api: Api, hub: Hub) -> None:
     assert [p["pane"]["id"] for p in body["panes"]] == ["%5", "%7"]
     assert body["truncated"] is False
     status, body, _ = await api.get("/v1/panes?offset=10")
-    assert body == {"panes": [], "total": 4, "truncated": False}
+    assert body == {"detail": "full", "panes": [], "total": 4, "truncated": False}
     status, body, _ = await api.get("/v1/panes?limit=0")
-    assert body == {"panes": [], "total": 4, "truncated": True}
+    assert body == {"detail": "full", "panes": [], "total": 4, "truncated": True}
     status, body, _ = await api.get("/v1/panes?limit=1000")
     assert status == 200
 
@@ -551,9 +552,16 @@ async def test_notify(api: Api, hub: Hub) -> None:
     status, body, _ = await api.post("/v1/notify?hook=window-renamed&server=tla-alpha&target=%253")
     assert status == 202
     status, body, _ = await api.post(
-        "/v1/notify", json={"hook": "pane-exited", "server": A, "target": "@2", "extra": 1}
+        "/v1/notify", json={"hook": "pane-exited", "server": A, "target": "@2"}
     )
     assert status == 202
+    assert seen == [None, A, A]
+    # The body is the query's fields as strings, nothing else; the query is checked too.
+    for bad_body in ({"extra": "1"}, {"hook": 1}, ["hook"]):
+        status, body, _ = await api.post("/v1/notify", json=bad_body)
+        assert (status, body["error"]["code"]) == (400, "bad_json"), bad_body
+    status, body, _ = await api.post("/v1/notify?target=x", json={"target": "%3"})
+    assert (status, body["error"]["code"]) == (400, "bad_target")
     assert seen == [None, A, A]
 
 
@@ -701,7 +709,7 @@ async def test_tcp_has_no_peer_credentials(tcp: TcpApi, hub: Hub) -> None:
     ok = {"Authorization": "Bearer s3cret"}
     for url in ("/v1/self", "/v1/panes/self", "/v1/panes?window=self", "/v1/events?pane=self"):
         status, body, _ = await _tcp_get(tcp.base + url, ok)
-        assert (status, error_of(body)[0]) == (400, "no_peer_credentials"), url
+        assert (status, error_of(body)[0]) == (403, "no_peer_credentials"), url
 
 
 async def test_tcp_without_a_token_configured(hub: Hub) -> None:

@@ -229,7 +229,7 @@ async def test_session_filter_includes_links_and_removals(api: Api, hub: Hub) ->
 
 async def test_types_filter(api: Api, hub: Hub) -> None:
     hub.update(state())
-    async with stream(api, "?types=pane.removed,%20server.down") as reader:
+    async with stream(api, "?types=pane.removed,server.down") as reader:
         assert (await reader.event())["type"] == "snapshot"
         hub.update(state(name="ignored"))
         hub.update(state(name="ignored", with_logs=False))
@@ -241,8 +241,11 @@ async def test_types_filter(api: Api, hub: Hub) -> None:
     ("query", "status", "code"),
     [
         ("?types=pane.moved", 400, "bad_types"),
+        ("?types=pane.removed,%20server.down", 400, "bad_types"),  # the document's comma list
+        ("?types=pane.added,pane.added", 400, "bad_types"),
+        ("?types=pane.added,", 400, "bad_types"),
         ("?format=xml", 400, "bad_format"),
-        ("?format=text", 400, "bad_format"),
+        ("?format=text", 404, "not_in_a_pane"),  # the text form of the caller's pane
         ("?min_interval_ms=-5", 400, "bad_min_interval_ms"),
         ("?min_interval_ms=soon", 400, "bad_min_interval_ms"),
         ("?pane=x", 400, "bad_pane_id"),
@@ -257,7 +260,7 @@ async def test_bad_stream_queries(api: Api, hub: Hub, query: str, status: int, c
     async with api.client.get(f"http://localhost/v1/events{query}") as resp:
         body = await resp.json()
         assert (resp.status, body["error"]["code"]) == (status, code)
-        if code == "bad_types":
+        if "pane.moved" in query:
             assert "pane.moved" in body["error"]["message"]
 
 

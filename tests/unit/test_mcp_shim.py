@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import msgspec
@@ -15,7 +15,9 @@ pytest.importorskip("mcp")
 from tests.tmuxtest import wait_until
 from tmuxlocd.clients import mcp as shim
 from tmuxlocd.clients.client import Caller, SelfInfo
-from tmuxlocd.core.events import Event, PaneChanged, SnapshotEvent
+from tmuxlocd.core.activity import Activity
+from tmuxlocd.core.answers import PaneSummaryList
+from tmuxlocd.core.events import Event, PaneActivity, PaneChanged, SnapshotEvent
 from tmuxlocd.core.location import (
     Location,
     Neighbors,
@@ -124,14 +126,22 @@ class FakeClient:
     def __init__(self) -> None:
         self.streams: dict[tuple[str | None, str | None], asyncio.Queue[Event]] = {}
         self.opened: list[tuple[str | None, str | None]] = []
+        self.window_types: tuple[str, ...] = ()
 
     def queue(self, pane: str | None, window: str | None) -> asyncio.Queue[Event]:
         return self.streams.setdefault((pane, window), asyncio.Queue())
 
     async def events(
-        self, *, pane: str | None = None, window: str | None = None, server: str | None = None
+        self,
+        *,
+        pane: str | None = None,
+        window: str | None = None,
+        server: str | None = None,
+        types: Iterable[str] | None = None,
     ) -> AsyncIterator[Event]:
         self.opened.append((pane, window))
+        if window is not None:
+            self.window_types = tuple(types or ())
         q = self.queue(pane, window)
         while True:
             yield await q.get()
@@ -304,3 +314,80 @@ async def test_list_agents_tool() -> None:
     assert (await call({"scope": "galaxy"})).is_error
     wait = next(t for t in shim.TOOLS if t.name == "wait_for_pane").input_schema
     assert {"agent-idle", "agent-waiting"} <= set(wait["properties"]["until"]["enum"])
+
+
+async def test_a_change_of_what_a_pane_runs_is_told_for_the_window(
+    rig: tuple[shim.Live, FakeClient, list[str]],
+) -> None:
+    """tmux://self/window shows each pane's activity: its stream asks for pane.activity, and
+    a pane that turns busy is a change of the resource."""
+    live, client, told = rig
+    assert "pane.activity" in client.window_types
+    busy = Activity(command="make", busy=True)
+    client.queue(None, "@2").put_nowait(
+        PaneActivity(
+            location=loc("%4"), before=Activity(command="sh", busy=False), after=busy, changed=()
+        )
+    )
+    await settled(live, client)
+    assert told == [shim.WINDOW_URI]
+    window = msgspec.json.decode(live.told[shim.WINDOW_URI])
+    four = next(p for p in window["panes"] if p["id"] == "%4")
+    assert four["activity"] == {"command": "make", "busy": True}
+
+
+class _Panes:
+    """A daemon client that answers list_panes, for the tool call checks."""
+
+    accept_ancestor = False
+
+    async def panes(self, scope: str, detail: str, *, activity: bool = False) -> Any:
+        return PaneSummaryList(panes=(), total=0)
+
+
+async def _call(name: str, arguments: dict[str, Any]) -> Any:
+    from mcp import types as mt
+
+    s = shim.Shim(_Panes(), accept_ancestor=False)  # type: ignore[arg-type]
+    params = mt.CallToolRequestParams(name=name, arguments=arguments)
+    return await s.on_call_tool(None, params)  # type: ignore[arg-type]
+
+
+async def test_unknown_arguments_are_errors_that_name_them() -> None:
+    result = await _call("list_panes", {"scope": "window", "Detail": "full"})
+    assert result.is_error
+    assert "'Detail'" in result.content[0].text and "unknown argument" in result.content[0].text
+
+
+async def test_an_unknown_tool_is_invalid_params() -> None:
+    from mcp import types as mt
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError) as caught:
+        await _call("no_such_tool" + "x" * 5000, {})
+    assert caught.value.error.code == mt.INVALID_PARAMS
+    assert len(caught.value.error.message) < 400
+
+
+async def test_answers_are_structured_and_match_their_output_schema() -> None:
+    import jsonschema
+
+    result = await _call("list_panes", {})
+    assert not result.is_error
+    assert result.structured_content == {
+        "detail": "summary",
+        "panes": [],
+        "total": 0,
+        "truncated": False,
+    }
+    (tool,) = [t for t in shim.TOOLS if t.name == "list_panes"]
+    assert tool.output_schema is not None
+    jsonschema.validate(result.structured_content, tool.output_schema)
+    for tool in shim.TOOLS:
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+
+
+async def test_bad_input_is_not_echoed_whole() -> None:
+    for arguments in ({"pane": "9" * 9000}, {"pane": "x" * 1_000_000}):
+        result = await _call("wait_for_pane", arguments)
+        assert result.is_error and len(result.content[0].text) < 1000, arguments

@@ -52,10 +52,19 @@ from tmuxlocd.clients.client import (
     socket_path,
 )
 from tmuxlocd.core import queries
-from tmuxlocd.core.activity import UNTILS, WAIT_MAX_S, Until
-from tmuxlocd.core.agent_view import AGENT_UNTILS, AgentUntil
-from tmuxlocd.core.answers import summary_of
-from tmuxlocd.core.events import Event, PaneAdded, PaneChanged, PaneRemoved, SnapshotEvent, apply
+from tmuxlocd.core.activity import UNTILS, WAIT_MAX_S, Activity, Until
+from tmuxlocd.core.agent_view import AGENT_UNTILS, AgentList, AgentUntil
+from tmuxlocd.core.answers import WaitAnswer, summary_of
+from tmuxlocd.core.events import (
+    CHANGE_TYPES,
+    Event,
+    PaneActivity,
+    PaneAdded,
+    PaneChanged,
+    PaneRemoved,
+    SnapshotEvent,
+    apply,
+)
 from tmuxlocd.core.layout import DIRECTIONS, Direction
 from tmuxlocd.core.location import Location, text_form
 from tmuxlocd.core.queries import StaticView
@@ -90,6 +99,8 @@ SETTLE = 0.05
 # Reconnection backoff when the daemon is absent or refuses a stream.
 RETRY_FIRST = 0.25
 RETRY_CAP = 15.0
+# The window's stream: its locations and what its panes run.
+WINDOW_TYPES = (*sorted(CHANGE_TYPES), "pane.activity")
 
 INSTRUCTIONS = """\
 tmuxlocd tells you where this agent runs inside tmux: its session, window and pane, the panes \
@@ -287,6 +298,46 @@ RESOURCES: tuple[mt.Resource, ...] = (
 _json = msgspec.json.Encoder()
 
 
+def output_schema(*types: Any) -> dict[str, Any]:
+    """A tool's ``outputSchema``: the JSON Schema of the Struct its ``structuredContent`` is
+    (msgspec's, as in the daemon's OpenAPI document; one of several: ``oneOf`` of tagged
+    Structs), an object at the top as MCP asks."""
+    schemas, defs = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
+    top: dict[str, Any] = {"type": "object"}
+    if len(types) == 1:
+        top.update(defs.pop(types[0].__name__))
+    else:
+        top["oneOf"] = list(schemas)
+    if defs:
+        top["$defs"] = defs
+    return top
+
+
+# What each tool's structuredContent is (its text content is the same answer, as text).
+OUTPUT_TYPES: dict[str, tuple[Any, ...]] = {
+    "where_am_i": (SelfInfo,),
+    "find_adjacent_panes": (DirectionNeighbors,),
+    "list_panes": (PaneSummaryList, PaneList),
+    "list_agents": (AgentList,),
+    "wait_for_pane": (WaitAnswer,),
+}
+TOOLS = tuple(
+    tool.model_copy(update={"output_schema": output_schema(*OUTPUT_TYPES[tool.name])})
+    for tool in TOOLS
+)
+TOOL_NAMES = frozenset(tool.name for tool in TOOLS)
+INPUT_PROPERTIES = {tool.name: frozenset(tool.input_schema.get("properties", {})) for tool in TOOLS}
+# At most this much of what a client sent is repeated in an error (a 1 MB argument is not
+# echoed back whole).
+ECHO_MAX = 200
+
+
+def clip(text: str, limit: int = ECHO_MAX) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
 class ToolFailure(Exception):
     """A tool call that cannot be answered; the message goes to the model as an error."""
 
@@ -339,10 +390,35 @@ def self_resource_text(loc: Location | None, reason: str | None = None) -> str:
     return text_form(loc, with_neighbors=True)
 
 
-def window_summary(locations: Iterable[Location]) -> bytes:
-    """``tmux://self/window`` built from Locations (the shape of /v1/panes?detail=summary)."""
-    panes = tuple(summary_of(loc) for loc in sorted(locations, key=queries.pane_order))
+def window_summary(
+    locations: Iterable[Location], activities: Mapping[str, Activity] | None = None
+) -> bytes:
+    """``tmux://self/window`` built from Locations (the shape of /v1/panes?detail=summary),
+    with each pane's activity where ``activities`` (by pane id) has it: the resource shows
+    what each pane runs, so a change of it is a change of the resource."""
+    ordered = sorted(locations, key=queries.pane_order)
+    if activities is None:
+        panes = tuple(summary_of(loc) for loc in ordered)
+    else:
+        panes = tuple(
+            summary_of(_with_activity(loc, activities.get(loc.pane.id)), with_activity=True)
+            for loc in ordered
+        )
     return _json.encode(PaneSummaryList(panes=panes, total=len(panes), truncated=False))
+
+
+def _with_activity(loc: Location, act: Activity | None) -> Location:
+    if act is None:
+        return loc
+    pane = msgspec.structs.replace(
+        loc.pane,
+        command=act.command,
+        busy=act.busy,
+        dead=act.dead,
+        exit_status=act.exit_status,
+        exit_signal=act.exit_signal,
+    )
+    return msgspec.structs.replace(loc, pane=pane)
 
 
 def _error_json(code: str, message: str) -> bytes:
@@ -360,7 +436,7 @@ def _pane_id(reference: str) -> str:
         number = url_id(reference, "pane")
     except ValueError:
         raise ToolFailure(
-            f'reference must be "self" or a pane id such as %3, not {reference!r}'
+            f'a pane must be "self" or a pane id such as %3, not {clip(reference)!r}'
         ) from None
     return number if number == "self" else f"%{number}"
 
@@ -471,14 +547,21 @@ class Live:
     # -- streams
 
     async def _stream(
-        self, *, pane: str | None = None, window: str | None = None, server: str | None = None
+        self,
+        *,
+        pane: str | None = None,
+        window: str | None = None,
+        server: str | None = None,
+        types: Iterable[str] | None = None,
     ) -> AsyncIterator[Event]:
         """The daemon's events, reconnecting for ever: ``AsyncClient.events`` resumes a stream
         that dropped; this also waits for a daemon that is not there (yet) or that refused."""
         delay = RETRY_FIRST
         while True:
             try:
-                async for event in self.client.events(pane=pane, window=window, server=server):
+                async for event in self.client.events(
+                    pane=pane, window=window, server=server, types=types
+                ):
                     delay = RETRY_FIRST
                     yield event
             except DaemonUnavailable:
@@ -524,12 +607,19 @@ class Live:
 
     async def _follow_window(self, server: str, window: str) -> None:
         state: dict[str, Location] = {}
-        async for event in self._stream(window=window, server=server):
+        # What each pane runs, from pane.activity events (Locations of the other events do
+        # not carry it): tmux://self/window shows it, so its changes are told too.
+        activities: dict[str, Activity] = {}
+        async for event in self._stream(window=window, server=server, types=WINDOW_TYPES):
             apply(state, event)
-            if isinstance(event, SnapshotEvent | PaneAdded | PaneChanged | PaneRemoved):
+            if isinstance(event, PaneActivity):
+                activities[event.location.pane.id] = event.after
+            if isinstance(
+                event, SnapshotEvent | PaneAdded | PaneChanged | PaneRemoved | PaneActivity
+            ):
                 # A pane that left the window arrives once as a change that places it elsewhere.
                 inside = [loc for loc in state.values() if loc.window.id == window]
-                await self._changed(WINDOW_URI, window_summary(inside))
+                await self._changed(WINDOW_URI, window_summary(inside, activities))
                 self._window_ready.set()
 
     async def _changed(self, uri: str, content: str | bytes) -> None:
@@ -642,8 +732,9 @@ class Shim:
         if not 0 <= timeout_s <= WAIT_MAX_S:
             raise ToolFailure(f"timeout_s must be from 0 to {WAIT_MAX_S:g}")
         u = cast(Until | AgentUntil, until)
+        target = _pane_id(pane)  # checked here: the daemon is never sent what is no id
         try:
-            answer = await self.client.wait(_pane_id(pane), u, timeout_s=float(timeout_s))
+            answer = await self.client.wait(target, u, timeout_s=float(timeout_s))
         except DaemonUnavailable as exc:
             raise ToolFailure(f"the tmuxlocd daemon is not answering ({exc}); no wait") from None
         return _json.encode(answer)
@@ -670,45 +761,46 @@ class Shim:
     async def on_call_tool(
         self, ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult:
+        name = params.name
+        if name not in TOOL_NAMES:
+            # Not a tool's failure but a bad request: JSON-RPC's invalid params (MCP spec).
+            raise MCPError(mt.INVALID_PARAMS, f"unknown tool {clip(name)!r}")
         args = params.arguments or {}
         try:
-            if params.name == "where_am_i":
-                fresh = args.get("fresh", False)
-                if not isinstance(fresh, bool):
-                    raise ToolFailure("fresh must be true or false")
-                return _result(await self.where_am_i(fresh))
-            if params.name == "find_adjacent_panes":
-                body, live = await self.find_adjacent_panes(
-                    _arg(args, "direction", None), _arg(args, "reference", "self")
-                )
-                return _result(body.decode("utf-8"), live=live)
-            if params.name == "list_panes":
-                body, live = await self.list_panes(
-                    _arg(args, "scope", "window"), _arg(args, "detail", "summary")
-                )
-                return _result(body.decode("utf-8"), live=live)
-            if params.name == "list_agents":
-                body = await self.list_agents(_arg(args, "scope", "window"))
-                return _result(body.decode("utf-8"))
-            if params.name == "wait_for_pane":
-                body = await self.wait_for_pane(
-                    _arg(args, "pane", None),
-                    _arg(args, "until", "idle"),
-                    args.get("timeout_s", WAIT_DEFAULT_S),
-                )
-                return _result(body.decode("utf-8"))
+            check_arguments(name, args)
+            structured, text, live = await self.call(name, args)
         except ToolFailure as exc:
-            return mt.CallToolResult(
-                content=[mt.TextContent(type="text", text=str(exc))], is_error=True
-            )
+            return _error(str(exc))
         except ClientError as exc:
-            return mt.CallToolResult(
-                content=[mt.TextContent(type="text", text=str(_failure(exc)))], is_error=True
+            return _error(str(_failure(exc)))
+        return _result(text, structured, live=live)
+
+    async def call(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
+        """(structuredContent, its text, whether a daemon answered) of one valid call."""
+        if name == "where_am_i":
+            fresh = args.get("fresh", False)
+            if not isinstance(fresh, bool):
+                raise ToolFailure("fresh must be true or false")
+            info, live = await self.self_info(fresh)
+            return msgspec.to_builtins(info), where_text(info, live=live), live
+        if name == "find_adjacent_panes":
+            body, live = await self.find_adjacent_panes(
+                _arg(args, "direction", None), _arg(args, "reference", "self")
             )
-        return mt.CallToolResult(
-            content=[mt.TextContent(type="text", text=f"unknown tool {params.name!r}")],
-            is_error=True,
-        )
+        elif name == "list_panes":
+            body, live = await self.list_panes(
+                _arg(args, "scope", "window"), _arg(args, "detail", "summary")
+            )
+        elif name == "list_agents":
+            body, live = await self.list_agents(_arg(args, "scope", "window")), True
+        else:
+            body = await self.wait_for_pane(
+                _arg(args, "pane", None),
+                _arg(args, "until", "idle"),
+                args.get("timeout_s", WAIT_DEFAULT_S),
+            )
+            live = True
+        return msgspec.json.decode(body), body.decode("utf-8"), live
 
     async def on_list_resources(
         self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
@@ -763,6 +855,18 @@ class Shim:
         await self.bus.publish(ResourceUpdated(uri=uri))
 
 
+def check_arguments(tool: str, args: dict[str, Any]) -> None:
+    """MCP servers must validate tool inputs: an argument the tool's input schema does not
+    name is an error that names it (a misspelt one would otherwise leave its default in
+    force, and the answer would be about something else)."""
+    known = INPUT_PROPERTIES[tool]
+    unknown = sorted(set(args) - known)
+    if unknown:
+        names = clip(", ".join(repr(name) for name in unknown))
+        expected = ", ".join(sorted(known)) or "none"
+        raise ToolFailure(f"unknown argument(s) for {tool}: {names} (expected: {expected})")
+
+
 def _arg(args: dict[str, Any], name: str, default: str | None) -> str:
     value = args.get(name, default)
     if not isinstance(value, str):
@@ -770,11 +874,18 @@ def _arg(args: dict[str, Any], name: str, default: str | None) -> str:
     return value
 
 
-def _result(text: str, *, live: bool = True) -> mt.CallToolResult:
+def _result(text: str, structured: dict[str, Any], *, live: bool = True) -> mt.CallToolResult:
     content: list[mt.ContentBlock] = [mt.TextContent(type="text", text=text)]
     if not live:
         content.append(mt.TextContent(type="text", text=LIVE_OFF))
-    return mt.CallToolResult(content=content)
+    return mt.CallToolResult(content=content, structured_content=structured)
+
+
+def _error(message: str) -> mt.CallToolResult:
+    # Every piece of client input in a message is clipped where it is put in; this bounds the
+    # whole (a daemon's message included).
+    text = clip(message, 4 * ECHO_MAX + 400)
+    return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
 
 
 async def serve(client: AsyncClient | None = None) -> None:

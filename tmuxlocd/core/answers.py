@@ -111,13 +111,15 @@ def summary_of(loc: Location, *, with_activity: bool = False) -> PaneSummary:
     )
 
 
-class PaneList(msgspec.Struct, frozen=True, kw_only=True):
+# Tagged by ``detail`` so that a client (and the OpenAPI document's oneOf) tells the two apart,
+# an empty page included.
+class PaneList(msgspec.Struct, frozen=True, kw_only=True, tag_field="detail", tag="full"):
     panes: tuple[Location, ...]
     total: int
     truncated: bool = False
 
 
-class PaneSummaryList(msgspec.Struct, frozen=True, kw_only=True):
+class PaneSummaryList(msgspec.Struct, frozen=True, kw_only=True, tag_field="detail", tag="summary"):
     panes: tuple[PaneSummary, ...]
     total: int
     truncated: bool = False

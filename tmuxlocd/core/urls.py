@@ -23,8 +23,10 @@ def url_id(value: str, kind: str) -> str:
     sigil = _SIGILS[kind]
     number = value.removeprefix(sigil)
     # str.isdigit() accepts other scripts' digits; the daemon's ids are ASCII.
-    if not (number.isascii() and number.isdigit()):
-        raise ValueError(f"not a {kind} id: {value!r} (expected self, {sigil}N or N)")
+    # At most 9 digits, as the daemon reads (a longer one is no id of tmux's).
+    if not (number.isascii() and number.isdigit() and len(number) <= 9):
+        shown = value if len(value) <= 40 else f"{value[:40]}... ({len(value)} characters)"
+        raise ValueError(f"not a {kind} id: {shown!r} (expected self, {sigil}N or N)")
     return number
 
 

@@ -36,6 +36,7 @@ from tmuxlocd.daemon.agent_registry import FILE_NAME as AGENTS_FILE
 from tmuxlocd.daemon.agent_registry import AgentRegistry
 from tmuxlocd.daemon.alerts import Alerts
 from tmuxlocd.daemon.api import context_of, create_app
+from tmuxlocd.daemon.api.server import ApiRunner
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.hub import Hub
 from tmuxlocd.daemon.rundir import Refused, check_directory
@@ -366,7 +367,7 @@ async def _run(
     quiet = _QuietClientErrors()
     server_log = logging.getLogger("aiohttp.server")
     server_log.addFilter(quiet)
-    runner = web.AppRunner(
+    runner = ApiRunner(
         app,
         handle_signals=False,
         access_log=None,

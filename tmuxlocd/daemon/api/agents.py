@@ -50,12 +50,6 @@ async def post_agent_self(
     ctx: Context, request: web.Request, q: AgentReportQuery
 ) -> web.StreamResponse:
     reg = registry(ctx)
-    for name in ("harness", "session_id", "state"):
-        if getattr(q, name) is None:
-            raise ApiError(400, f"bad_{name}", f"the report has no {name}")
-    assert q.harness is not None and q.session_id is not None and q.state is not None
-    if not q.session_id:
-        raise ApiError(400, "bad_session_id", "the report's session_id is empty")
     reason = agents.short(q.reason or "") if q.state == agents.WAITING else ""
     report = agents.Report(q.harness, q.session_id, q.event or "", q.state, reason)
     # Below a shared server the session is placed by the client it is bound to (spec §2),

@@ -14,10 +14,18 @@ from typing import Any
 
 import msgspec
 from aiohttp import web
+from aiohttp.http_exceptions import ContentEncodingError
+from aiohttp.web_protocol import RequestPayloadError
 
 from tmuxlocd.daemon.api import openapi, waits
 from tmuxlocd.daemon.api.context import Context, Settings
-from tmuxlocd.daemon.api.errors import MAX_BODY, ApiError, error_response, http_error
+from tmuxlocd.daemon.api.errors import (
+    MAX_BODY,
+    ApiError,
+    clip,
+    error_response,
+    http_error,
+)
 from tmuxlocd.daemon.api.route import Route
 from tmuxlocd.daemon.api.routes import ROUTES
 from tmuxlocd.daemon.config import WRITE_TIMEOUT_S
@@ -67,15 +75,20 @@ def create_app(
     app = web.Application(client_max_size=MAX_BODY)
     app[_CONTEXT] = ctx
     app.on_shutdown.append(lambda _app: _end_streams(ctx))
+    expect = _expect(ctx)
     for route in routes:
         handler = _bind(ctx, route)
         if route.method == "GET":
-            app.router.add_get(route.path, handler, allow_head=route.allow_head)
+            app.router.add_get(
+                route.path, handler, allow_head=route.allow_head, expect_handler=expect
+            )
         else:
-            app.router.add_route(route.method, route.path, handler)
+            app.router.add_route(route.method, route.path, handler, expect_handler=expect)
     # Any path at all: a decoded path may hold a newline, which ".*" would not match.
     fallback = app.router.add_resource(r"/{tail:[\s\S]*}", name=REFUSALS)
-    fallback.add_route("*", _guarded(ctx, lambda request: _refusal(request, fallback)))
+    fallback.add_route(
+        "*", _guarded(ctx, lambda request: _refusal(request, fallback)), expect_handler=expect
+    )
     return app
 
 
@@ -94,6 +107,7 @@ async def _end_streams(ctx: Context) -> None:
 def _bind(ctx: Context, route: Route[Any]) -> Handler:
     """The aiohttp handler of a route: decode its query (and body) once, then call it."""
     decode = route.decoder.decode
+    plan = route.decoder.plan
     call = route.handler
     body = route.body
     repeat = route.repeat
@@ -104,12 +118,39 @@ def _bind(ctx: Context, route: Route[Any]) -> Handler:
             return again
         # Most questions carry no query at all: skip building aiohttp's query mapping.
         source: Mapping[str, str] = request.query if request.query_string else empty
-        if body is not None:
-            first = {name: source[name] for name in source}  # as .get() reads
-            source = ChainMap(await _body_fields(request, body), first)
+        if body:
+            fields = await _body_fields(request, plan)
+            if fields:
+                decode(request.match_info, source)  # the query's own are checked too
+                first = {name: source[name] for name in source}  # as .get() reads
+                source = ChainMap(fields, first)
+        elif request.body_exists:
+            await read_body(request)  # unused, but one that does not decode is still a 400
         return await call(ctx, request, decode(request.match_info, source))
 
     return _guarded(ctx, handle)
+
+
+def _expect(ctx: Context) -> Callable[[web.Request], Awaitable[web.StreamResponse | None]]:
+    """aiohttp's handling of ``Expect`` (it runs before the route's handler), after the guard
+    and with its 417 in the error JSON: ``100-continue`` only for who may ask."""
+
+    async def expect(request: web.Request) -> web.StreamResponse | None:
+        try:
+            ctx.guard.check(request)
+        except ApiError as exc:
+            return exc.response()
+        value = request.headers.get("Expect", "")
+        if value.lower() != "100-continue":
+            return error_response(
+                417, "expectation_failed", f"unknown Expect: {clip(value)} (only 100-continue)"
+            )
+        if request.version >= (1, 1):
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0  # the answer proper has not begun
+        return None
+
+    return expect
 
 
 async def _refusal(request: web.Request, fallback: web.AbstractResource) -> web.StreamResponse:
@@ -124,18 +165,47 @@ async def _refusal(request: web.Request, fallback: web.AbstractResource) -> web.
     raise web.HTTPNotFound()
 
 
-async def _body_fields(request: web.Request, cls: type[msgspec.Struct]) -> dict[str, str]:
-    """The fields a JSON body gives (an empty body gives none); they override the query's."""
-    body = await request.read()
+_BODY = msgspec.json.Decoder(dict[str, str])
+
+
+async def _body_fields(
+    request: web.Request, plan: tuple[tuple[str, Any, bool], ...]
+) -> dict[str, str]:
+    """The fields a JSON body gives (an empty body gives none): an object of strings naming
+    only the query's fields."""
+    body = await read_body(request)
     if not body.strip():
         return {}
     try:
-        fields = msgspec.json.decode(body, type=cls)
+        fields = _BODY.decode(body)
     except msgspec.DecodeError as exc:
-        what = cls.__name__.removesuffix("Body").lower()
-        raise ApiError(400, "bad_json", f"the body is not a {what} object: {exc}") from None
-    values = msgspec.structs.asdict(fields)
-    return {name: value for name, value in values.items() if value is not None}
+        raise ApiError(
+            400, "bad_json", f"the body is not a JSON object of strings: {clip(str(exc))}"
+        ) from None
+    known = {name for name, _, in_path in plan if not in_path}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        names = clip(", ".join(unknown))
+        raise ApiError(400, "bad_json", f"the body has unknown fields: {names}")
+    return fields
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request's body, decoded (``Content-Encoding``): one that does not decode is a 400
+    naming its encoding, not a failure of the daemon."""
+    try:
+        return await request.read()
+    except RequestPayloadError as exc:
+        # The rest of the body cannot be read either: the connection ends with the answer
+        # (aiohttp would otherwise read on after it, and fail again).
+        if isinstance(exc.__cause__, ContentEncodingError):
+            encoding = clip(request.headers.get("Content-Encoding", ""))
+            raise ApiError(
+                400, "bad_encoding", f"the body does not decode as {encoding}", close=True
+            ) from None
+        raise ApiError(
+            400, "bad_body", f"the body cannot be read: {clip(str(exc))}", close=True
+        ) from None
 
 
 def _guarded(ctx: Context, handler: Handler) -> Handler:

@@ -11,6 +11,16 @@ from tmuxlocd.core.errors import SyncFailed
 from tmuxlocd.core.events import encoder
 
 MAX_BODY = 64 * 1024  # SPEC §6
+ECHO_MAX = 200  # characters of a client's text an error repeats
+
+
+def clip(text: str, limit: int = ECHO_MAX) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was: an error never repeats a
+    megabyte it was sent."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
 
 _CODE_OF_STATUS = {
     400: "bad_request",
@@ -20,6 +30,7 @@ _CODE_OF_STATUS = {
     405: "method_not_allowed",
     409: "ambiguous",
     413: "payload_too_large",
+    417: "expectation_failed",
     503: "unavailable",
 }
 
@@ -34,8 +45,11 @@ class ApiError(Exception):
         message: str,
         headers: dict[str, str] | None = None,
         servers: tuple[ServerFailure, ...] | None = None,
+        *,
+        close: bool = False,
     ) -> None:
         super().__init__(message)
+        self.close = close  # the connection ends after the answer (its request is unreadable)
         self.status = status
         self.code = code
         self.message = message
@@ -43,7 +57,10 @@ class ApiError(Exception):
         self.servers = servers
 
     def response(self) -> web.Response:
-        return error_response(self.status, self.code, self.message, self.headers, self.servers)
+        resp = error_response(self.status, self.code, self.message, self.headers, self.servers)
+        if self.close:
+            resp.force_close()
+        return resp
 
 
 def error_response(

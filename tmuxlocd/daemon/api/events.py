@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 
+import msgspec
 from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
 
@@ -255,7 +256,7 @@ async def get_events(ctx: Context, request: web.Request, q: EventsQuery) -> web.
     if fmt is None:
         fmt = "ndjson" if "application/x-ndjson" in request.headers.get("Accept", "") else "sse"
     if fmt == "text" and q.pane is None:
-        raise ApiError(400, "bad_format", "format=text needs ?pane= (self or an id)")
+        q = msgspec.structs.replace(q, pane="self")  # the text form is of one pane: the caller's
     look = Lookup(ctx, request, accept=q.accept, server=q.server)
     await look.settle(q.pane, q.window, q.session)
     selection = look.selection(pane=q.pane, window=q.window, session=q.session)

@@ -50,7 +50,7 @@ class Lookup:
             kind, pid = self.ctx.guard.listener(self.request)
             if kind != "unix" or pid is None:
                 raise ApiError(
-                    400,
+                    403,  # who is asking cannot be known here: not a malformed request
                     "no_peer_credentials",
                     "'self' needs the Unix socket: TCP carries no peer credentials",
                 )

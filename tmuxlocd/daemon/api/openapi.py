@@ -15,7 +15,8 @@ import msgspec
 
 from tmuxlocd import __version__
 from tmuxlocd.core.answers import ErrorAnswer
-from tmuxlocd.core.events import encoder
+from tmuxlocd.core.events import EVENT_TYPES, encoder
+from tmuxlocd.daemon.api.params import FLAG_VALUES
 from tmuxlocd.daemon.api.route import JSON, Route
 
 REF = "#/components/schemas/{name}"
@@ -35,10 +36,9 @@ _NULL = {"type": "null"}
 
 def document(routes: Iterable[Route[Any]]) -> dict[str, Any]:
     routes = tuple(routes)
-    bodies = [r.body for r in routes if r.body is not None]
     answers = [t for r in routes for reply in r.replies for t in _alternatives(reply.body)]
     queries = list(dict.fromkeys(r.query for r in routes))
-    types: list[Any] = [ErrorAnswer, *bodies, *answers, *queries]
+    types: list[Any] = [ErrorAnswer, *answers, *queries]
     schemas, components = msgspec.json.schema_components(types, ref_template=REF)
     schema_of = {id(t): s for t, s in zip(types, schemas, strict=True)}
     # A query Struct is not a body: its fields become parameters, and it leaves components.
@@ -86,10 +86,25 @@ def _operation(
         "summary": route.summary,
         "parameters": _parameters(route, query),
     }
-    if route.body is not None:
+    if route.body:
+        # The query's fields, as a JSON object of strings (the daemon reads both alike).
+        properties = {
+            name: _not_null(prop)
+            for name, prop in query["properties"].items()
+            if name not in route.query.path_params
+        }
         operation["requestBody"] = {
             "required": False,
-            "content": {JSON: {"schema": schema_of[id(route.body)]}},
+            "description": "the query's fields, as a JSON object; both are checked, the body's win",
+            "content": {
+                JSON: {
+                    "schema": {
+                        "type": "object",
+                        "properties": properties,
+                        "additionalProperties": False,
+                    }
+                }
+            },
         }
     operation["responses"] = _responses(route, schema_of, error)
     return operation
@@ -103,6 +118,46 @@ def _body_schema(body: Any, schema_of: dict[int, Any]) -> dict[str, Any]:
     # msgspec has no schema of a union of untagged Structs: it cannot decode one either.
     schemas = [schema_of[id(t)] for t in _alternatives(body)]
     return schemas[0] if len(schemas) == 1 else {"oneOf": schemas}
+
+
+SSE = "text/event-stream"
+
+
+def _sse_event(payload: dict[str, Any]) -> dict[str, Any]:
+    """One Server-Sent Event of a stream whose JSON ``data`` is ``payload`` (OpenAPI 3.1
+    describes each event of a text/event-stream as an object of its fields), or of the text
+    form (``format=text``): the lines of SPEC §4's text, or the bare pane id when the pane is
+    gone (``pane.removed``) or has left the stream's window or session."""
+    json_event = {
+        "type": "object",
+        "description": "format=sse: the event's JSON in data, its id and type in id and event",
+        "required": ["id", "event", "data"],
+        "properties": {
+            "id": {"type": "string"},
+            "event": {"type": "string", "enum": sorted(EVENT_TYPES)},
+            "data": {
+                "type": "string",
+                "contentMediaType": JSON,
+                "contentSchema": payload,
+            },
+        },
+    }
+    text_event = {
+        "type": "object",
+        "description": "format=text: data is the text form of the pane, its lines joined "
+        "with newlines; or, once the pane is gone or outside the stream's window or session, "
+        "its bare id (%N); lagged carries no data",
+        "required": ["id", "event"],
+        "properties": {
+            "id": {"type": "string"},
+            "event": {"type": "string", "enum": sorted(EVENT_TYPES)},
+            "data": {
+                "type": "string",
+                "anyOf": [{"pattern": "^tmux location"}, {"pattern": "^%[0-9]+$"}],
+            },
+        },
+    }
+    return {"anyOf": [json_event, text_event]}
 
 
 def document_bytes(routes: Iterable[Route[Any]]) -> bytes:
@@ -126,6 +181,15 @@ def _parameters(route: Route[Any], schema: dict[str, Any]) -> list[dict[str, Any
             param["description"] = param["schema"].pop("description")
         if param["schema"].get("type") == "array":
             param["style"], param["explode"] = "form", False  # a comma list
+        if param["schema"].get("type") == "boolean":
+            # A flag is one of these words (the decoder reads exactly these), not JSON's
+            # true/false alone.
+            param["schema"] = {
+                "type": "string",
+                "enum": list(FLAG_VALUES),
+                **{k: v for k, v in param["schema"].items() if k not in ("type", "default")},
+            }
+            param["allowEmptyValue"] = True
         out.append(param)
     if route.etag:
         out.append(
@@ -164,7 +228,10 @@ def _responses(
         content: dict[str, Any] = {}
         if reply.body is not None:
             for media in reply.media:
-                content[media] = {"schema": _body_schema(reply.body, schema_of)}
+                schema = _body_schema(reply.body, schema_of)
+                if media == SSE:
+                    schema = _sse_event(schema)
+                content[media] = {"schema": schema}
         if reply.text:
             content["text/plain"] = {"schema": {"type": "string"}}
         if content:
@@ -175,7 +242,7 @@ def _responses(
     if route.etag:
         out["304"] = {"description": "not modified: the If-None-Match ETag still holds"}
     statuses = {401, 403, 500, *route.errors}
-    if route.body is not None or route.query.__struct_fields__:
+    if route.body or route.query.__struct_fields__:
         statuses.add(400)
     if route.method == "POST":
         statuses.add(413)

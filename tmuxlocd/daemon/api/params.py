@@ -36,7 +36,7 @@ from tmuxlocd.core.activity import WAIT_DEFAULT_S, WAIT_MAX_S
 from tmuxlocd.core.agent_view import Harness
 from tmuxlocd.core.events import STREAM_TYPES, ActivityType, ChangeType
 from tmuxlocd.core.layout import Direction
-from tmuxlocd.daemon.api.errors import ApiError
+from tmuxlocd.daemon.api.errors import ApiError, clip
 
 LIMIT_DEFAULT = 100
 LIMIT_MAX = 1000
@@ -48,15 +48,15 @@ _ID_RES = {
     "window": (re.compile(rf"@?({_NUMBER})"), "@"),
     "session": (re.compile(rf"\$?({_NUMBER})"), "$"),
 }
-_TARGET_RE = re.compile(rf"[%@$]?{_NUMBER}")
-_TRUE = ("1", "true", "yes", "on")
+_TRUE = ("1", "true", "yes", "on", "")
 _FALSE = ("0", "false", "no", "off")
+FLAG_VALUES = _TRUE + _FALSE  # what a flag may be, exactly (the document lists them)
 
 Decode = Callable[[str, str], Any]  # (field name, the URL's string) -> value, or ApiError
 
 
 def bad(param: str, value: str, expected: str) -> NoReturn:
-    raise ApiError(400, f"bad_{param}", f"bad {param} {value!r}: expected {expected}")
+    raise ApiError(400, f"bad_{param}", f"bad {param} {clip(value)!r}: expected {expected}")
 
 
 def parse_id(value: str, kind: Literal["pane", "window", "session"]) -> str:
@@ -69,7 +69,7 @@ def parse_id(value: str, kind: Literal["pane", "window", "session"]) -> str:
         raise ApiError(
             400,
             f"bad_{kind}_id",
-            f"bad {kind} id {value!r}: expected a number, {sigil}N or self",
+            f"bad {kind} id {clip(value)!r}: expected a number, {sigil}N or self",
         )
     return f"{sigil}{int(m.group(1))}"
 
@@ -78,43 +78,26 @@ def parse_id(value: str, kind: Literal["pane", "window", "session"]) -> str:
 # Values with a reading of their own.
 
 
-def _server(name: str, value: str) -> str:
-    if not value or "\0" in value:
-        bad(name, value, "a socket path, a -L name or self")
-    return value
-
-
-def _notify_server(name: str, value: str) -> str:
-    if not value or "\0" in value:
-        bad(name, value, "a socket path or a -L name")
-    return value
-
-
-def _target(name: str, value: str) -> str:
-    if value and _TARGET_RE.fullmatch(value) is None:
-        bad(name, value, "a pane, window or session id")
-    return value
-
-
 def _types(name: str, value: str) -> frozenset[str]:
-    names = [t.strip() for t in value.split(",") if t.strip()]
+    # A comma list (OpenAPI's form style, not exploded): no empty item, none twice.
+    names = value.split(",") if value else []
     for each in names:
         if each not in STREAM_TYPES:
             bad(name, each, "a comma list of " + ", ".join(sorted(STREAM_TYPES)))
+    if len(set(names)) != len(names):
+        bad(name, value, "a comma list naming each type once")
     return frozenset(names)
 
 
+# A JSON number, as a client generated from the document writes one (1, 0.5, 1e-3, 2.5E+1);
+# not float()'s other readings ("nan", "inf", "1_000", other scripts' digits).
+_NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]{0,19})(?:\.[0-9]{1,20})?(?:[eE][-+]?[0-9]{1,3})?")
+
+
 def _seconds(name: str, value: str) -> float:
-    # Decimal ASCII only (float() would take "nan", "1e3" and other scripts' digits).
-    head, _, tail = value.partition(".")
-    if not (
-        value.isascii() and head.isdigit() and (not tail or tail.isdigit()) and len(value) < 16
-    ):
+    if _NUMBER_RE.fullmatch(value) is None or not 0 <= float(value) <= WAIT_MAX_S:
         bad(name, value, f"a number of seconds from 0 to {WAIT_MAX_S:g}")
-    seconds = float(value)
-    if seconds > WAIT_MAX_S:
-        bad(name, value, f"a number of seconds from 0 to {WAIT_MAX_S:g}")
-    return seconds
+    return abs(float(value))  # -0 is 0
 
 
 def _pane_id(_name: str, value: str) -> str:
@@ -130,6 +113,16 @@ def _session_id(_name: str, value: str) -> str:
 
 
 _IN_URL = "(in a URL % is written %25)"
+# In a path, %N is documented as N only: a client's URL library leaves a % that looks like an
+# escape (%28) as it is, and the pane id arrives as "(".  The daemon still reads %25N there.
+PanePath = Annotated[
+    str,
+    Meta(
+        pattern=r"^self$|^[0-9]{1,9}$",
+        description="a pane id: N or self (%N, written %25N, is read too)",
+        extra={"decode": _pane_id},
+    ),
+]
 PaneId = Annotated[
     str,
     Meta(
@@ -154,18 +147,26 @@ SessionId = Annotated[
         extra={"decode": _session_id},
     ),
 ]
+# Strings are checked against their Meta (pattern, lengths) by the decoder itself, so what the
+# document says of them is what is accepted.
+_NO_NUL = r"^[^\x00]+$"
 Server = Annotated[
     str,
     Meta(
+        min_length=1,
+        pattern=_NO_NUL,
         description="a watched server: its socket path, its -L name, or self",
-        extra={"decode": _server},
     ),
 ]
 NotifyServer = Annotated[
-    str, Meta(description="a socket path or a -L name", extra={"decode": _notify_server})
+    str, Meta(min_length=1, pattern=_NO_NUL, description="a socket path or a -L name")
 ]
 Target = Annotated[
-    str, Meta(description="the hook's pane, window or session id", extra={"decode": _target})
+    str,
+    Meta(
+        pattern=r"^([%@$]?[0-9]{1,9})?$",
+        description="the hook's pane, window or session id (empty: none)",
+    ),
 ]
 ChangeTypes = Annotated[
     frozenset[ChangeType | ActivityType],
@@ -236,7 +237,7 @@ class PaneQuery(Query, frozen=True, kw_only=True):
     turn: Turn | None = None
     neighbors: Flag = False
     fresh: Fresh = False
-    pane: PaneId
+    pane: PanePath
     server: Server | None = None
 
 
@@ -259,7 +260,7 @@ class NeighborsQuery(Query, frozen=True, kw_only=True):
     format: JsonOnly | None = None
     direction: Direction | None = None
     fresh: Fresh = False
-    pane: PaneId
+    pane: PanePath
     server: Server | None = None
 
 
@@ -281,17 +282,11 @@ class SyncQuery(Query, frozen=True, kw_only=True):
 
 
 class NotifyQuery(Query, frozen=True, kw_only=True):
-    """Also the JSON body's fields (SPEC §4): the body's win over the query's."""
+    """Also the JSON body's fields (SPEC §4): both are checked, the body's win."""
 
-    hook: str | None = None
+    hook: ShortText | None = None
     target: Target | None = None
     server: NotifyServer | None = None
-
-
-class NotifyBody(msgspec.Struct, frozen=True, kw_only=True):
-    hook: str | None = None
-    server: str | None = None
-    target: str | None = None
 
 
 class EventsQuery(Query, frozen=True, kw_only=True):
@@ -327,18 +322,26 @@ class WaitQuery(Query, frozen=True, kw_only=True):
             extra={"decode": _seconds},
         ),
     ] = WAIT_DEFAULT_S
-    pane: PaneId
+    pane: PanePath
     server: Server | None = None
 
 
-def _short(name: str, value: str) -> str:
-    if len(value) > 512 or "\0" in value or "\n" in value:
-        bad(name, value, "one line of at most 512 characters")
-    return value
-
-
 ShortText = Annotated[
-    str, Meta(description="one line, at most 512 characters", extra={"decode": _short})
+    str,
+    Meta(
+        max_length=512,
+        pattern=r"^[^\x00\n]*$",
+        description="one line, at most 512 characters",
+    ),
+]
+SessionText = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=512,
+        pattern=r"^[^\x00\n]*$",
+        description="the harness's session id: one line of 1 to 512 characters",
+    ),
 ]
 AgentStateName = Literal["working", "waiting", "idle"]
 
@@ -354,21 +357,13 @@ class AgentsQuery(Query, frozen=True, kw_only=True):
 
 
 class AgentReportQuery(Query, frozen=True, kw_only=True):
-    """Also the JSON body's fields (SPEC §13): the body's win over the query's."""
+    """SPEC §13: the report is in the query (what a hook sends without a body to write)."""
 
-    harness: Harness | None = None
-    session_id: ShortText | None = None
+    harness: Harness
+    session_id: SessionText
     event: ShortText | None = None
-    state: Literal["working", "waiting", "idle", "gone"] | None = None
+    state: Literal["working", "waiting", "idle", "gone"]
     reason: ShortText | None = None
-
-
-class AgentReportBody(msgspec.Struct, frozen=True, kw_only=True):
-    harness: str | None = None
-    session_id: str | None = None
-    event: str | None = None
-    state: str | None = None
-    reason: str | None = None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -378,11 +373,11 @@ Q = TypeVar("Q", bound=Query)
 
 
 def _flag(name: str, value: str) -> bool:
-    if value.lower() in _TRUE or value == "":
+    if value in _TRUE:
         return True
-    if value.lower() in _FALSE:
+    if value in _FALSE:
         return False
-    bad(name, value, "0 or 1")
+    bad(name, value, "one of 1, true, yes, on, (empty), 0, false, no, off")
 
 
 def _reader(hint: Any) -> Decode:
@@ -394,6 +389,8 @@ def _reader(hint: Any) -> Decode:
         custom = (meta.extra or {}).get("decode")
         if custom is not None:
             return cast(Decode, custom)
+        if hint is str and (meta.pattern or meta.min_length or meta.max_length):
+            return _checked(meta)
     if get_origin(hint) in (Union, UnionType):
         (inner,) = [a for a in get_args(hint) if a is not type(None)]
         return _reader(inner)
@@ -407,6 +404,23 @@ def _reader(hint: Any) -> Decode:
     if hint is str:
         return lambda _name, value: value
     raise TypeError(f"no reading of a URL string as {hint!r}")
+
+
+def _checked(meta: Meta) -> Decode:
+    """A string as its Meta says: its length, then its pattern (``fullmatch``: the pattern is
+    anchored with ``^…$``, and a trailing newline must not pass as the end)."""
+    low, high = meta.min_length or 0, meta.max_length
+    pattern = re.compile(meta.pattern) if meta.pattern else None
+    what = meta.description or "a string"
+
+    def checked(name: str, value: str) -> str:
+        if len(value) < low or (high is not None and len(value) > high):
+            bad(name, value, what)
+        if pattern is not None and pattern.fullmatch(value) is None:
+            bad(name, value, what)
+        return value
+
+    return checked
 
 
 def _integer(low: int, high: int) -> Decode:
@@ -437,6 +451,12 @@ class QueryDecoder(Generic[Q]):
         self.plan = tuple(
             (name, _reader(hints[name]), name in cls.path_params) for name in cls.__struct_fields__
         )
+        # A query field without a default is a required parameter (the document says so).
+        self.required = tuple(
+            f.name
+            for f in msgspec.structs.fields(cls)
+            if f.required and f.name not in cls.path_params
+        )
 
     def decode(self, path: Mapping[str, str], query: Mapping[str, str]) -> Q:
         values: dict[str, Any] = {}
@@ -444,6 +464,9 @@ class QueryDecoder(Generic[Q]):
             raw = (path if in_path else query).get(name)
             if raw is not None:
                 values[name] = read(name, raw)
+        for name in self.required:
+            if name not in values:
+                raise ApiError(400, f"bad_{name}", f"{name} is required (in the query)")
         return self.cls(**values)
 
 
@@ -452,7 +475,6 @@ __all__ = [
     "HealthQuery",
     "NeighborsQuery",
     "NoQuery",
-    "NotifyBody",
     "NotifyQuery",
     "PaneQuery",
     "PanesQuery",

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal
 
-import msgspec
 from aiohttp import web
 
 from tmuxlocd.daemon.api.context import Context
@@ -40,7 +39,9 @@ class Route(Generic[Q]):
     summary: str
     replies: tuple[Reply, ...]
     errors: tuple[int, ...] = ()  # beyond those every route may give (401, 403, 500, 400)
-    body: type[msgspec.Struct] | None = None  # JSON body; its fields override the query's
+    # The query's fields may also come as a JSON object of strings (each checked as the query's
+    # are, both checked; the body's win): the document's requestBody is made from the query.
+    body: bool = False
     etag: bool = False  # a snapshot answer: ETag, If-None-Match, 304
     allow_head: bool = True
     # Called before the query is decoded: an answer kept for this exact request, or None.

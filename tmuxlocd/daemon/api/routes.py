@@ -22,14 +22,12 @@ from tmuxlocd.core.events import Event
 from tmuxlocd.core.location import Location
 from tmuxlocd.daemon.api import agents, events, views, waits
 from tmuxlocd.daemon.api.params import (
-    AgentReportBody,
     AgentReportQuery,
     AgentsQuery,
     EventsQuery,
     HealthQuery,
     NeighborsQuery,
     NoQuery,
-    NotifyBody,
     NotifyQuery,
     PaneQuery,
     PanesQuery,
@@ -157,7 +155,6 @@ ROUTES: tuple[Route[Any], ...] = (
         "by the kernel (its tty, else its nearest ancestor's)",
         (Reply(200, "the agent as now recorded (state gone: no longer)", AgentInfo),),
         errors=(404, 409, 503),
-        body=AgentReportBody,
     ),
     Route(
         "POST",
@@ -175,7 +172,7 @@ ROUTES: tuple[Route[Any], ...] = (
         NotifyQuery,
         "From tmux hooks: re-sync that server (or all), coalesced",
         (Reply(202, "accepted", Accepted),),
-        body=NotifyBody,
+        body=True,
     ),
     Route(
         "POST",
