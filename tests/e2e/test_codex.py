@@ -789,7 +789,7 @@ def test_a_departed_tuis_turn_is_never_placed_in_the_other_tuis_pane(
         got_b = submit(cx, b, prompt_b)
         poll(
             lambda: any(x["state"] == "idle" for x in hrig.agents()),
-            10,
+            30,
             "B's agent idle",
             interval=0.05,
         )
