@@ -14,7 +14,8 @@ import contextlib
 import logging
 import os
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 from tmuxlocd.core.errors import CommandTimeout, ProtocolError, TmuxUnavailable
 from tmuxlocd.core.invoke import client_argv
@@ -45,6 +46,22 @@ def tmux_env() -> dict[str, str]:
     """The environment for tmux clients we start: never nested, always UTF-8."""
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
     return env
+
+
+async def spawned(
+    make: Coroutine[Any, Any, asyncio.subprocess.Process],
+) -> asyncio.subprocess.Process:
+    """The process ``make`` (a ``create_subprocess_exec``) starts, even if the caller is
+    cancelled meanwhile: then it is reaped before the cancellation goes on, so that no
+    client of a stopping daemon outlives its event loop (a transport left to the garbage
+    collector warns, and the process runs on)."""
+    spawn = asyncio.ensure_future(make)
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await reap(await spawn)
+        raise
 
 
 async def reap(proc: asyncio.subprocess.Process, grace: float = 1.0) -> None:
@@ -100,18 +117,20 @@ class ControlClient:
         # other is more recently active, so ``send-keys`` would refuse ("client is read-only").
         # tied: its stdin closing ends it with a killed daemon anyway; a wedged server that
         # no longer reads it does not.
-        self._proc = await asyncio.create_subprocess_exec(
-            *tied(
-                [
-                    *client_argv(tmux, socket_path, "-u"),
-                    *("-C", attach, "-E", "-t", session_id, "-f", "no-output,ignore-size"),
-                ]
-            ),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            env=tmux_env(),
-            start_new_session=True,
+        self._proc = await spawned(
+            asyncio.create_subprocess_exec(
+                *tied(
+                    [
+                        *client_argv(tmux, socket_path, "-u"),
+                        *("-C", attach, "-E", "-t", session_id, "-f", "no-output,ignore-size"),
+                    ]
+                ),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                env=tmux_env(),
+                start_new_session=True,
+            )
         )
         self._reader = asyncio.create_task(self._read_loop(), name=f"tmux-control-{socket_path}")
 

@@ -59,7 +59,7 @@ from tmuxlocd.core.mirror import (
 from tmuxlocd.core.model import DIGEST_FORMAT, DIGEST_NAME, ServerState
 from tmuxlocd.core.protocol import Event
 from tmuxlocd.daemon.config import Config
-from tmuxlocd.daemon.control import ControlClient, reap, tmux_env
+from tmuxlocd.daemon.control import ControlClient, reap, spawned, tmux_env
 from tmuxlocd.daemon.hub import Hub
 from tmuxlocd.daemon.pane_exits import PaneExits
 from tmuxlocd.host import lifeline
@@ -233,13 +233,15 @@ class ServerObserver:
     async def _plain(self, *argv: str) -> tuple[int, list[str], str]:
         """One command as a plain client (it never starts a server: ``-N``), with a
         deadline: exit status, output lines, the first line of its error output."""
-        proc = await asyncio.create_subprocess_exec(
-            *tied([*client_argv(self.tmux, self.socket_path), *argv]),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=tmux_env(),
-            start_new_session=True,
+        proc = await spawned(
+            asyncio.create_subprocess_exec(
+                *tied([*client_argv(self.tmux, self.socket_path), *argv]),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=tmux_env(),
+                start_new_session=True,
+            )
         )
         try:
             async with asyncio.timeout(PROBE_TIMEOUT):
@@ -452,7 +454,7 @@ class ServerObserver:
 
     async def _spawn_waiter(self) -> asyncio.subprocess.Process:
         # The environment is cut to PATH: tmux copies a client's environment into the server.
-        spawn = asyncio.ensure_future(
+        return await spawned(
             asyncio.create_subprocess_exec(
                 # Tied: it waits in the server, not on us, and must not outlive a killed
                 # daemon (its next wake-up might never come).
@@ -465,13 +467,6 @@ class ServerObserver:
                 limit=1 << 22,
             )
         )
-        try:
-            return await asyncio.shield(spawn)
-        except asyncio.CancelledError:
-            # Cancelled while the process was being made: it may exist all the same.
-            with contextlib.suppress(Exception):
-                await reap(await spawn)
-            raise
 
     async def _waiter(self) -> None:
         """The unattached ``tmux wait-for`` client that hooks wake (tmux 3.3).
