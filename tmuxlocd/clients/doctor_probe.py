@@ -84,6 +84,7 @@ def check_harness(
         mcp_available=importlib.util.find_spec("mcp") is not None,
         exe_hint=exe,
         python_hint=os.path.abspath(sys.executable),
+        env=env,
     )
 
 
