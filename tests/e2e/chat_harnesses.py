@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import signal
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import npmcache
-from tests.e2e.panes import HarnessRig, Run
+from tests.e2e.panes import HarnessRig, Run, report, wrap_plugin
 from tests.e2e.stub_base import (
     Block,
     Recorded,
@@ -30,6 +31,7 @@ from tests.e2e.stub_base import (
     ToolCall,
     Turn,
     location_blocks,
+    location_bytes,
     new_blocks,
 )
 from tests.e2e.stub_chat import (
@@ -66,9 +68,46 @@ class ChatHarness:
     def argv(self, prompt: str, *, again: bool) -> list[str]:
         raise NotImplementedError
 
+    def plugin(self) -> Path | None:
+        """The file ``install`` writes whose hook command is timed (``panes.wrap_plugin``),
+        for the harnesses whose tests report hook times; None: not timed."""
+        return None
+
     def setup(self) -> list[str]:
         self.configure()
-        return self.hrig.install(self.name)
+        steps = self.hrig.install(self.name)
+        plugin = self.plugin()
+        if plugin is not None:
+            wrap_plugin(plugin, self.hrig.hook_log)
+        return steps
+
+    def record(self, scenario: str, requests: list[Recorded], **notes: Any) -> None:
+        """One row of the e2e report (``tests/e2e/report.py``): the location bytes of each of
+        the session's model requests, those each added, the hook runs and their times."""
+        hooks = self.hrig.hook_runs()
+        ms = [h.ms for h in hooks]
+        prev: Any = None
+        added = []
+        for q in requests:
+            added.append(sum(len(b.text.encode()) for b in new_blocks(prev, q.body)))
+            prev = q.body
+        report(
+            {
+                "harness": self.name,
+                "package": self.package,
+                "version": self.version,
+                "scenario": scenario,
+                "models": sorted(self.stub.models()),
+                "requests": len(requests),
+                "location_bytes": [location_bytes(q.body) for q in requests],
+                "new_bytes": added,
+                "hook_runs": len(hooks),
+                "hook_events": sorted({h.event for h in hooks}),
+                "hook_ms_median": round(statistics.median(ms), 1) if ms else None,
+                "hook_ms_max": round(max(ms), 1) if ms else None,
+                **notes,
+            }
+        )
 
     # The interactive program (its TUI, driven with send-keys): what its screen shows when it
     # is ready for a prompt and when it asks to run a shell command, and how it quits.
@@ -223,6 +262,45 @@ class Opencode(ChatHarness):
         return [self.binary(), "run", *(["-c"] if again else []), prompt]
 
 
+class Pi(ChatHarness):
+    name = "pi"
+    package = "@mariozechner/pi-coding-agent"
+    version = "0.73.1"
+    told_at_start = False  # pi cannot add to a history before a prompt: the first tells it
+
+    def plugin(self) -> Path:
+        return self.hrig.home / ".pi" / "agent" / "extensions" / "tmuxlocd.js"
+
+    def binary(self) -> str:
+        return str(npmcache.bin_path(self.prefix, ".bin", "pi"))
+
+    def configure(self) -> None:
+        agent = self.hrig.home / ".pi" / "agent"
+        agent.mkdir(parents=True, exist_ok=True)
+        provider = {
+            "baseUrl": self.stub.url + "/v1",
+            "api": "openai-completions",
+            "apiKey": "stub-key",
+            "models": [{"id": MODEL, "name": "stub"}],
+        }
+        (agent / "models.json").write_text(json.dumps({"providers": {"stub": provider}}) + "\n")
+        settings = {"defaultProvider": "stub", "defaultModel": MODEL}
+        (agent / "settings.json").write_text(json.dumps(settings) + "\n")
+
+    def env(self) -> dict[str, str]:
+        # No version check nor install ping to pi.dev.
+        return self.hrig.env(PI_OFFLINE="1")
+
+    def argv(self, prompt: str, *, again: bool) -> list[str]:
+        return [self.binary(), "-p", *(["--continue"] if again else []), prompt]
+
+    ready_text = "stub-model"
+    quit_command = "/quit"
+
+    def tui_argv(self) -> list[str]:
+        return [self.binary()]
+
+
 @pytest.fixture
 def stub() -> Iterator[ChatStub]:
     s = ChatStub()
@@ -241,7 +319,7 @@ def only_block(body: Any, pane: str, why: str) -> Block:
     return blocks[0]
 
 
-def first_prompt_then_again(harness: ChatHarness) -> None:
+def first_prompt_then_again(harness: ChatHarness) -> list[Recorded]:
     """The first prompt's every request holds the location once, naming the harness's pane
     (told at the session's start, or by the first prompt); the same session continued with
     an unchanged location adds no copy."""
@@ -259,9 +337,15 @@ def first_prompt_then_again(harness: ChatHarness) -> None:
         only_block(q.body, pane, hrig.diagnostics())
     added = new_blocks(first[-1].body, second[0].body)
     assert added == [], f"{added}\n{hrig.diagnostics()}"
+    return first + second
 
 
-SHELL_TOOLS = {"copilot": "bash", "qwen": "run_shell_command", "opencode": "bash"}
+SHELL_TOOLS = {
+    "copilot": "bash",
+    "qwen": "run_shell_command",
+    "opencode": "bash",
+    "pi": "bash",
+}
 
 
 def neighbour(block: Block, direction: str) -> str:
@@ -269,7 +353,7 @@ def neighbour(block: Block, direction: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def tool_call_splits_the_pane(harness: ChatHarness) -> None:
+def tool_call_splits_the_pane(harness: ChatHarness) -> list[Recorded]:
     """The model's shell call splits the harness's pane from inside it: the request that
     carries the call's result carries the changed location once more (the after-tool hook),
     naming the new neighbour."""
@@ -299,6 +383,53 @@ def tool_call_splits_the_pane(harness: ChatHarness) -> None:
     assert len(added) == 1, f"{added}\n{hrig.diagnostics()}"
     assert added[0].pane == pane and added[0].turn is not None
     assert neighbour(added[0], "right") == new, f"{added[0].text}\n{hrig.diagnostics()}"
+    return requests
+
+
+def split_from_outside(harness: ChatHarness) -> list[Recorded]:
+    """A split from outside between two prompts of one session: the second prompt's request
+    adds one block (turn 2), naming the new neighbour; the first's copy stays."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    _, first = harness.prompt("first prompt")
+    only_block(first[0].body, pane, hrig.diagnostics())
+    new = hrig.split(pane)
+    _, second = harness.prompt("second prompt", again=True)
+    added = new_blocks(first[-1].body, second[0].body)
+    assert len(added) == 1, f"{added}\n{hrig.diagnostics()}"
+    assert added[0].pane == pane and added[0].turn == 2, added[0].text
+    assert neighbour(added[0], "right") == new, f"{added[0].text}\n{hrig.diagnostics()}"
+    for q in second[1:]:
+        assert new_blocks(second[0].body, q.body) == [], hrig.diagnostics()
+    return first + second
+
+
+def unchanged_tool_call(harness: ChatHarness) -> list[Recorded]:
+    """A shell call that changes nothing: the request carrying its result adds no block (the
+    after-tool event ran, and found the location unchanged)."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    shell = SHELL_TOOLS[harness.name]
+
+    def decide(request: Recorded) -> Turn:
+        if tool_results(request.body) or shell not in tool_names(request.body):
+            return Text("done")
+        return ToolCall(shell, {"command": "true", "description": "nothing"})
+
+    harness.stub.decide = decide
+    _, requests = harness.prompt("run true")
+    after = [q for q in requests if tool_results(q.body)]
+    assert after, f"no request carried the tool's result\n{hrig.diagnostics()}"
+    for q in requests:
+        only_block(q.body, pane, hrig.diagnostics())
+    assert new_blocks(requests[0].body, after[0].body) == [], hrig.diagnostics()
+    tools = [h for h in hrig.hook_runs() if h.event == "PostToolUse"]
+    assert tools and all(h.out_bytes == 0 for h in tools), hrig.diagnostics()
+    return requests
 
 
 # ----------------------------------------------------------------------------------------------

@@ -331,6 +331,24 @@ def wrap_hooks(path: Path, log: Path) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
+PLUGIN_ARGV = "const ARGV = "
+
+
+def wrap_plugin(path: Path, log: Path) -> None:
+    """Prefix the hook command of a plugin ``tmuxlocd install`` wrote (opencode's, pi's,
+    Cline's: the line ``const ARGV = [...];``) with ``hookclock.py <log>``."""
+    prefix = [sys.executable, "-S", str(HOOKCLOCK), str(log)]
+    lines = path.read_text().split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(PLUGIN_ARGV) and "hookclock" not in line:
+            argv = json.loads(line[len(PLUGIN_ARGV) :].rstrip(";"))
+            lines[i] = f"{PLUGIN_ARGV}{json.dumps([*prefix, *argv])};"
+            break
+    else:
+        raise AssertionError(f"{path}: no hook command to time")
+    path.write_text("\n".join(lines))
+
+
 def report(record: Mapping[str, Any]) -> None:
     """Append one row to ``$TMUXLOCD_E2E_REPORT`` (rendered by ``tests/e2e/report.py``)."""
     path = os.environ.get("TMUXLOCD_E2E_REPORT")

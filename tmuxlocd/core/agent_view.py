@@ -27,6 +27,7 @@ Harness = Literal[
     "goose",
     "crush",
     "kiro",
+    "pi",
 ]
 # What ``/v1/panes/{pane}/wait`` waits for of a pane's agent (beside ``activity.Until``).
 AgentUntil = Literal["agent-idle", "agent-waiting"]

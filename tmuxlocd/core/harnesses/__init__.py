@@ -24,6 +24,7 @@ NAMES = (
     "goose",
     "crush",
     "kiro",
+    "pi",
 )
 
 _loaded: dict[str, Harness] = {}
