@@ -301,6 +301,69 @@ class Pi(ChatHarness):
         return [self.binary()]
 
 
+class Cline(ChatHarness):
+    name = "cline"
+    package = "cline"
+    version = "3.0.65"
+    told_at_start = False  # a task's first prompt tells it (beforeRun)
+
+    def plugin(self) -> Path:
+        return self.hrig.home / ".cline" / "plugins" / "tmuxlocd.js"
+
+    def binary(self) -> str:
+        # The npm wrapper (node) runs the platform binary; a local install's .bin links the
+        # binary itself, so run the wrapper as `npm i -g` would.
+        return str(npmcache.bin_path(self.prefix, "cline", "bin", "cline"))
+
+    def configure(self) -> None:
+        settings = self.hrig.home / ".cline" / "data" / "settings"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "global-settings.json").write_text(
+            json.dumps({"telemetryOptOut": True, "autoUpdateEnabled": False}) + "\n"
+        )
+        proc = self.hrig.run_outside(
+            [
+                self.binary(),
+                "auth",
+                "-p",
+                "openai",
+                "-k",
+                "stub-key",
+                "-m",
+                MODEL,
+                "-b",
+                self.stub.url + "/v1",
+            ],
+            self.env(),
+            timeout=120,
+        )
+        assert proc.rc == 0, proc.out + proc.err
+
+    def env(self) -> dict[str, str]:
+        return self.hrig.env(
+            CLINE_NO_AUTO_UPDATE="1",
+            # Turns off the feature-flag poll (a DNS lookup of data.cline.bot).
+            E2E_TEST="true",
+            # Each session in its own CLI, on its pane's tty (no hub left behind); a test of
+            # the hub sets it otherwise, with a port of its own.
+            CLINE_SESSION_BACKEND_MODE="local",
+            # Cline gives a plugin's import 4 s by default: a loaded machine must not leave
+            # the plugin out of a run.
+            CLINE_PLUGIN_IMPORT_TIMEOUT_MS="30000",
+        )
+
+    def argv(self, prompt: str, *, again: bool) -> list[str]:
+        session = self.last_session() if again else ""
+        return [self.binary(), *(["--id", session] if session else []), prompt]
+
+    def last_session(self) -> str:
+        """The id of the newest session Cline keeps (its sessions directory's newest)."""
+        root = self.hrig.home / ".cline" / "data" / "sessions"
+        found = sorted(root.iterdir(), key=lambda p: p.stat().st_mtime) if root.is_dir() else []
+        assert found, f"no session under {root}"
+        return found[-1].name.removesuffix(".json")
+
+
 @pytest.fixture
 def stub() -> Iterator[ChatStub]:
     s = ChatStub()
@@ -345,6 +408,7 @@ SHELL_TOOLS = {
     "qwen": "run_shell_command",
     "opencode": "bash",
     "pi": "bash",
+    "cline": "run_commands",
 }
 
 

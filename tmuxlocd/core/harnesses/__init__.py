@@ -25,6 +25,7 @@ NAMES = (
     "crush",
     "kiro",
     "pi",
+    "cline",
 )
 
 _loaded: dict[str, Harness] = {}
