@@ -113,8 +113,13 @@ def test_the_hub_runs_later_sessions_told_nothing_local_tells_each_its_pane(
             return Text("done")
 
         stub.decide = decide
+        before = len(hrig.hook_runs())
         run = hrig.run_in_pane(second, cline.argv("from the second pane", again=False), hub_env)
         assert run.rc == 0, run.err[-2000:]
+        # The plugin ran in the hub and its hook answered nothing (not: it never ran).
+        in_hub_hooks = hrig.hook_runs()[before:]
+        assert "UserPromptSubmit" in [h.event for h in in_hub_hooks], hrig.diagnostics()
+        assert all(h.out_bytes == 0 for h in in_hub_hooks), hrig.diagnostics()
         in_hub = [q for q in stub.model_requests() if "from the second pane" in str(q.body)]
         assert in_hub, hrig.diagnostics()
         for q in in_hub:
