@@ -2,9 +2,9 @@
 with the plugin ``tmuxlocd install cline`` wrote (chat_harnesses).  Each test adds a row to
 the report (``$TMUXLOCD_E2E_REPORT``), the plugin's hook runs timed.
 
-Cline resumes a task (``--id``) only in its TUI; these run one task per prompt
-(``cline "<prompt>"``), each session in its own CLI (``CLINE_SESSION_BACKEND_MODE=local``)
-but in the test of its hub."""
+Most run one task per prompt (``cline "<prompt>"``); a resumed task (``--id``) and several
+prompts of one task run in its TUI, typed into with send-keys.  Each session runs in its own
+CLI (``CLINE_SESSION_BACKEND_MODE=local``) but in the test of its hub."""
 
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ from tests.e2e.chat_harnesses import (
     Cline,
     agent_working_then_gone,
     killed_agent_goes,
+    neighbour,
     only_block,
     stub,
     tool_call_splits_the_pane,
     unchanged_tool_call,
 )
 from tests.e2e.panes import HarnessRig, report
-from tests.e2e.stub_base import Recorded, Text, Turn, location_blocks
+from tests.e2e.stub_base import Recorded, Text, Turn, location_blocks, new_blocks
 from tests.e2e.stub_chat import ChatStub
 from tests.tmuxtest import poll
 
@@ -141,3 +142,115 @@ def test_the_hub_runs_later_sessions_told_nothing_local_tells_each_its_pane(
         in_hub + mine,
         hub_requests=hub_requests,
     )
+
+
+def type_in(hrig: HarnessRig, pane: str, text: str) -> None:
+    """Cline's TUI takes typed keys one at a time, each once the last one shows (keys sent
+    together never showed in its prompt), and may lose a key: sent again until it shows."""
+    for i, ch in enumerate(text):
+        # tmux's capture drops trailing blanks: a space shows with the key after it.
+        shown = ("❯ " + text[: i + 1]).rstrip()
+
+        def typed(shown: str = shown) -> bool:
+            return shown in hrig.screen(pane)
+
+        for _ in range(5):
+            hrig.send_keys(pane, "-l", ch)
+            try:
+                poll(typed, 2, f"{shown!r} typed", interval=0.02)
+                break
+            except AssertionError:
+                continue
+        else:
+            raise AssertionError(f"{shown!r} never showed:\n{hrig.screen(pane)}")
+    hrig.send_keys(pane, "Enter")
+
+
+def test_tui_unchanged_prompt_adds_nothing_a_split_once(hrig: HarnessRig, stub: ChatStub) -> None:
+    """Cline's TUI, one task, three prompts: the first tells the location (turn 1); the
+    second, unchanged, adds nothing; after a split from outside the third adds one block
+    naming the new neighbour.  The agent is working while the model answers, idle after
+    each turn, and gone once the TUI quits."""
+    cline = Cline(hrig, stub)
+    hrig.start_daemon()
+    cline.setup()
+    pane = hrig.first_pane
+    replies = iter(range(1, 10))
+    seen: list[str] = []
+
+    def decide(request: Recorded) -> Turn:
+        seen.extend(a["state"] for a in hrig.agents())
+        return Text(f"reply-{next(replies)}")
+
+    stub.decide = decide
+    tag = hrig.start_in_pane(pane, [cline.binary(), "-i"], cline.env(), interactive=True)
+    hrig.wait_screen(pane, "Auto-approve", 60)
+
+    def turn(text: str, reply: str) -> list[Recorded]:
+        before = len(stub.model_requests())
+        type_in(hrig, pane, text)
+        hrig.wait_screen(pane, reply)
+        poll(lambda: [a["state"] for a in hrig.agents()] == ["idle"], 20, f"idle after {text}")
+        return stub.model_requests()[before:]
+
+    first = turn("first prompt", "reply-1")
+    block = only_block(first[0].body, pane, hrig.diagnostics())
+    assert block.turn == 1
+    second = turn("second prompt", "reply-2")
+    assert new_blocks(first[-1].body, second[0].body) == [], hrig.diagnostics()
+    new = hrig.split(pane)
+    third = turn("third prompt", "reply-3")
+    added = new_blocks(second[-1].body, third[0].body)
+    assert len(added) == 1 and added[0].turn == 3, f"{added}\n{hrig.diagnostics()}"
+    assert neighbour(added[0], "right") == new, added[0].text
+    assert seen == ["working"] * 3, seen
+    for _ in range(4):
+        hrig.send_keys(pane, "C-c")
+        try:
+            hrig.wait(tag, 5)
+            break
+        except AssertionError:
+            continue
+    else:
+        raise AssertionError(f"the TUI did not quit:\n{hrig.screen(pane)}")
+    poll(lambda: hrig.agents() == [], 20, "no agent after the TUI quit", interval=0.05)
+    cline.record(
+        "interactive_prompts",
+        first + second + third,
+        states_seen=["working", "idle", "working", "idle", "working", "idle", "gone"],
+    )
+
+
+def test_resumed_task_holds_its_copy(hrig: HarnessRig, stub: ChatStub) -> None:
+    """A task, then the same task resumed in the TUI (``cline --id``, the only way Cline
+    resumes one): the resumed prompt's request holds the first prompt's copy, replayed, and
+    adds nothing (the location is unchanged)."""
+    cline = Cline(hrig, stub)
+    hrig.start_daemon()
+    cline.setup()
+    pane = hrig.first_pane
+    _, first = cline.prompt("first prompt")
+    only_block(first[0].body, pane, hrig.diagnostics())
+    stub.decide = lambda request: Text("reply-resumed")
+    argv = [cline.binary(), "--id", cline.last_session()]
+    tag = hrig.start_in_pane(pane, argv, cline.env(), interactive=True)
+    hrig.wait_screen(pane, "Auto-approve", 60)
+    before = len(stub.model_requests())
+    type_in(hrig, pane, "second prompt")
+    hrig.wait_screen(pane, "reply-resumed")
+    second = stub.model_requests()[before:]
+    assert second, hrig.diagnostics()
+    for q in second:
+        assert "first prompt" in str(q.body), "not the resumed task's request"
+        only_block(q.body, pane, hrig.diagnostics())
+    assert new_blocks(first[-1].body, second[0].body) == [], hrig.diagnostics()
+    for _ in range(4):
+        hrig.send_keys(pane, "C-c")
+        try:
+            hrig.wait(tag, 5)
+            break
+        except AssertionError:
+            continue
+    else:
+        raise AssertionError(f"the TUI did not quit:\n{hrig.screen(pane)}")
+    cline.record("first_prompt_then_resume", first + second)
