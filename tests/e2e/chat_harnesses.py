@@ -16,7 +16,7 @@ import signal
 import statistics
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -500,7 +500,9 @@ def unchanged_tool_call(harness: ChatHarness) -> list[Recorded]:
 # Agent state (SPEC §13) with the real programs.
 
 
-def agent_working_then_gone(harness: ChatHarness) -> None:
+def agent_working_then_gone(
+    harness: ChatHarness, while_working: Callable[[], None] | None = None
+) -> None:
     """A non-interactive run: while the model is asked (after the prompt's hook) the daemon
     lists one agent of this harness, in the pane, ``working``; once the process exited
     (its session-end hook, or its exit) there is none."""
@@ -515,6 +517,8 @@ def agent_working_then_gone(harness: ChatHarness) -> None:
             # The answer waits until the daemon lists the agent: no race with the exit.
             poll(lambda: bool(hrig.agents()), 20, "the agent while it runs", interval=0.05)
             seen.append(hrig.agents())
+            if while_working is not None:
+                while_working()
         return Text("done")
 
     harness.stub.decide = decide

@@ -50,7 +50,16 @@ def test_agent_working_during_a_prompt_then_idle_and_gone(hrig: HarnessRig, stub
     """SPEC §13: a task's agent is working in its pane while the model answers, its run's
     end (``afterRun``) makes it idle, and the process's exit leaves none."""
     cline = Cline(hrig, stub)
-    agent_working_then_gone(cline)
+    seen: list[str] = []
+
+    def comm_of_agent() -> None:
+        (agent,) = hrig.agents()
+        with open(f"/proc/{agent['pid']}/comm") as f:
+            seen.append(f.read().strip())
+
+    agent_working_then_gone(cline, comm_of_agent)
+    # The agent's process is cline's binary, not the node child it runs its plugins in.
+    assert seen == [".cline"], seen
     events = [h.event for h in hrig.hook_runs()]
     assert events == ["UserPromptSubmit", "Stop"], events
     cline.record("agent_states", [], states_seen=["working", "idle", "gone"])

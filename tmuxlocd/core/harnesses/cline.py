@@ -98,4 +98,7 @@ HARNESS = Harness(
     states={"UserPromptSubmit": WORKING, "PostToolUse": WORKING, "Stop": IDLE},
     next_steps=next_steps,
     doctor_checks=doctor_checks,
+    # The plugin sandbox: a ``node`` child of ``cline`` on its tty, where the hook starts;
+    # the agent is ``cline`` itself (the sandbox exits when idle, cline goes on).
+    plugin_process="node",
 )
