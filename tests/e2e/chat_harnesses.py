@@ -8,11 +8,13 @@ opencode, its plugin); the provider settings point the harness at the stub.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import signal
+import socket
 import statistics
 import threading
 import time
@@ -310,6 +312,37 @@ class Cline(ChatHarness):
     def plugin(self) -> Path:
         return self.hrig.home / ".cline" / "plugins" / "tmuxlocd.js"
 
+    def __init__(self, hrig: HarnessRig, stub: ChatStub) -> None:
+        super().__init__(hrig, stub)
+        # Cline's TUI starts its hub even with the local backend (seen with 3.0.65), on one
+        # port per machine by default: this test's own, and ended with the test.
+        self.hub_port = free_port()
+        hrig.cleanups.append(self.end_hubs)
+
+    def hubs(self) -> list[int]:
+        """The pids of the Cline hubs started with this test's HOME (no one else's)."""
+        found = []
+        home = f"HOME={self.hrig.home}".encode()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"--cline-hub-daemon" in args and home in env:
+                found.append(int(name))
+        return found
+
+    def end_hubs(self) -> None:
+        for pid in self.hubs():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        poll(lambda: not self.hubs(), 20, "this test's Cline hubs ended")
+
     def binary(self) -> str:
         # The npm wrapper (node) runs the platform binary; a local install's .bin links the
         # binary itself, so run the wrapper as `npm i -g` would.
@@ -350,6 +383,7 @@ class Cline(ChatHarness):
             # Cline gives a plugin's import 4 s by default: a loaded machine must not leave
             # the plugin out of a run.
             CLINE_PLUGIN_IMPORT_TIMEOUT_MS="30000",
+            CLINE_HUB_PORT=str(self.hub_port),
         )
 
     def argv(self, prompt: str, *, again: bool) -> list[str]:
@@ -362,6 +396,12 @@ class Cline(ChatHarness):
         found = sorted(root.iterdir(), key=lambda p: p.stat().st_mtime) if root.is_dir() else []
         assert found, f"no session under {root}"
         return found[-1].name.removesuffix(".json")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,8 @@ class HarnessRig:
         self.hook_log = self.root / "hooks.jsonl"
         self.debug_log = self.root / "context.log"
         self.daemon: Daemon | None = None
+        # What a harness left running beyond its own exit, ended first at cleanup.
+        self.cleanups: list[Callable[[], None]] = []
         self.rig.start_tmux(**self._env_base())
         self.first_pane = self.rig.tmux.display("main", "#{pane_id}")
 
@@ -144,9 +146,13 @@ class HarnessRig:
 
     def cleanup(self) -> None:
         try:
-            self.stop_daemon()
+            for step in self.cleanups:
+                step()
         finally:
-            self.rig.cleanup()
+            try:
+                self.stop_daemon()
+            finally:
+                self.rig.cleanup()
 
     # -- install ----------------------------------------------------------------------------
 

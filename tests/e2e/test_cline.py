@@ -8,9 +8,6 @@ CLI (``CLINE_SESSION_BACKEND_MODE=local``) but in the test of its hub."""
 
 from __future__ import annotations
 
-import os
-import socket
-from pathlib import Path
 from typing import Any
 
 from tests.e2e.chat_harnesses import (
@@ -70,30 +67,6 @@ def test_killed_agent_goes(hrig: HarnessRig, stub: ChatStub) -> None:
     report({"harness": "cline", "kill": "one task", "gone_ms": round(took * 1000, 1)})
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def hubs_of(home: Path) -> list[int]:
-    """The pids of the Cline hubs started with this HOME (this test's, no one else's)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"--cline-hub-daemon" in args and f"HOME={home}".encode() in env:
-            found.append(int(name))
-    return found
-
-
 def test_the_hub_runs_later_sessions_told_nothing_local_tells_each_its_pane(
     hrig: HarnessRig, stub: ChatStub
 ) -> None:
@@ -107,12 +80,11 @@ def test_the_hub_runs_later_sessions_told_nothing_local_tells_each_its_pane(
     cline.setup()
     first = hrig.first_pane
     second = hrig.split(first)
-    hub_env = {**cline.env(), "CLINE_SESSION_BACKEND_MODE": "auto"}
-    hub_env["CLINE_HUB_PORT"] = str(free_port())  # not the machine's one hub
+    hub_env = {**cline.env(), "CLINE_SESSION_BACKEND_MODE": "auto"}  # its own hub port
     try:
         run = hrig.run_in_pane(first, cline.argv("from the first pane", again=False), hub_env)
         assert run.rc == 0, run.err[-2000:]
-        poll(lambda: bool(hubs_of(hrig.home)), 30, "the hub the first task started")
+        poll(lambda: bool(cline.hubs()), 30, "the hub the first task started")
         told = [q for q in stub.model_requests() if "from the first pane" in str(q.body)]
         only_block(told[0].body, first, hrig.diagnostics())
 
@@ -137,9 +109,7 @@ def test_the_hub_runs_later_sessions_told_nothing_local_tells_each_its_pane(
         assert seen and all(agents == [] for agents in seen), seen
         hub_requests = len(in_hub)
     finally:
-        for pid in hubs_of(hrig.home):
-            os.kill(pid, 15)
-    poll(lambda: not hubs_of(hrig.home), 20, "the hub ended")
+        cline.end_hubs()
 
     local = cline.env()  # CLINE_SESSION_BACKEND_MODE=local
     run = hrig.run_in_pane(second, cline.argv("again from the second pane", again=False), local)
