@@ -8,21 +8,24 @@ opencode, its plugin); the provider settings point the harness at the stub.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import signal
+import socket
+import statistics
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e import npmcache
-from tests.e2e.panes import HarnessRig, Run
+from tests.e2e.panes import HarnessRig, Run, report, wrap_plugin
 from tests.e2e.stub_base import (
     Block,
     Recorded,
@@ -30,6 +33,7 @@ from tests.e2e.stub_base import (
     ToolCall,
     Turn,
     location_blocks,
+    location_bytes,
     new_blocks,
 )
 from tests.e2e.stub_chat import (
@@ -66,9 +70,46 @@ class ChatHarness:
     def argv(self, prompt: str, *, again: bool) -> list[str]:
         raise NotImplementedError
 
+    def plugin(self) -> Path | None:
+        """The file ``install`` writes whose hook command is timed (``panes.wrap_plugin``),
+        for the harnesses whose tests report hook times; None: not timed."""
+        return None
+
     def setup(self) -> list[str]:
         self.configure()
-        return self.hrig.install(self.name)
+        steps = self.hrig.install(self.name)
+        plugin = self.plugin()
+        if plugin is not None:
+            wrap_plugin(plugin, self.hrig.hook_log)
+        return steps
+
+    def record(self, scenario: str, requests: list[Recorded], **notes: Any) -> None:
+        """One row of the e2e report (``tests/e2e/report.py``): the location bytes of each of
+        the session's model requests, those each added, the hook runs and their times."""
+        hooks = self.hrig.hook_runs()
+        ms = [h.ms for h in hooks]
+        prev: Any = None
+        added = []
+        for q in requests:
+            added.append(sum(len(b.text.encode()) for b in new_blocks(prev, q.body)))
+            prev = q.body
+        report(
+            {
+                "harness": self.name,
+                "package": self.package,
+                "version": self.version,
+                "scenario": scenario,
+                "models": sorted(self.stub.models()),
+                "requests": len(requests),
+                "location_bytes": [location_bytes(q.body) for q in requests],
+                "new_bytes": added,
+                "hook_runs": len(hooks),
+                "hook_events": sorted({h.event for h in hooks}),
+                "hook_ms_median": round(statistics.median(ms), 1) if ms else None,
+                "hook_ms_max": round(max(ms), 1) if ms else None,
+                **notes,
+            }
+        )
 
     # The interactive program (its TUI, driven with send-keys): what its screen shows when it
     # is ready for a prompt and when it asks to run a shell command, and how it quits.
@@ -223,6 +264,146 @@ class Opencode(ChatHarness):
         return [self.binary(), "run", *(["-c"] if again else []), prompt]
 
 
+class Pi(ChatHarness):
+    name = "pi"
+    package = "@mariozechner/pi-coding-agent"
+    version = "0.73.1"
+    told_at_start = False  # pi cannot add to a history before a prompt: the first tells it
+
+    def plugin(self) -> Path:
+        return self.hrig.home / ".pi" / "agent" / "extensions" / "tmuxlocd.js"
+
+    def binary(self) -> str:
+        return str(npmcache.bin_path(self.prefix, ".bin", "pi"))
+
+    def configure(self) -> None:
+        agent = self.hrig.home / ".pi" / "agent"
+        agent.mkdir(parents=True, exist_ok=True)
+        provider = {
+            "baseUrl": self.stub.url + "/v1",
+            "api": "openai-completions",
+            "apiKey": "stub-key",
+            "models": [{"id": MODEL, "name": "stub"}],
+        }
+        (agent / "models.json").write_text(json.dumps({"providers": {"stub": provider}}) + "\n")
+        settings = {"defaultProvider": "stub", "defaultModel": MODEL}
+        (agent / "settings.json").write_text(json.dumps(settings) + "\n")
+
+    def env(self) -> dict[str, str]:
+        # No version check nor install ping to pi.dev.
+        return self.hrig.env(PI_OFFLINE="1")
+
+    def argv(self, prompt: str, *, again: bool) -> list[str]:
+        return [self.binary(), "-p", *(["--continue"] if again else []), prompt]
+
+    ready_text = "stub-model"
+    quit_command = "/quit"
+
+    def tui_argv(self) -> list[str]:
+        return [self.binary()]
+
+
+class Cline(ChatHarness):
+    name = "cline"
+    package = "cline"
+    version = "3.0.65"
+    told_at_start = False  # a task's first prompt tells it (beforeRun)
+
+    def plugin(self) -> Path:
+        return self.hrig.home / ".cline" / "plugins" / "tmuxlocd.js"
+
+    def __init__(self, hrig: HarnessRig, stub: ChatStub) -> None:
+        super().__init__(hrig, stub)
+        # Cline's TUI starts its hub even with the local backend (seen with 3.0.65), on one
+        # port per machine by default: this test's own, and ended with the test.
+        self.hub_port = free_port()
+        hrig.cleanups.append(self.end_hubs)
+
+    def hubs(self) -> list[int]:
+        """The pids of the Cline hubs started with this test's HOME (no one else's)."""
+        found = []
+        home = f"HOME={self.hrig.home}".encode()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"--cline-hub-daemon" in args and home in env:
+                found.append(int(name))
+        return found
+
+    def end_hubs(self) -> None:
+        for pid in self.hubs():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        poll(lambda: not self.hubs(), 20, "this test's Cline hubs ended")
+
+    def binary(self) -> str:
+        # The npm wrapper (node) runs the platform binary; a local install's .bin links the
+        # binary itself, so run the wrapper as `npm i -g` would.
+        return str(npmcache.bin_path(self.prefix, "cline", "bin", "cline"))
+
+    def configure(self) -> None:
+        settings = self.hrig.home / ".cline" / "data" / "settings"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "global-settings.json").write_text(
+            json.dumps({"telemetryOptOut": True, "autoUpdateEnabled": False}) + "\n"
+        )
+        proc = self.hrig.run_outside(
+            [
+                self.binary(),
+                "auth",
+                "-p",
+                "openai",
+                "-k",
+                "stub-key",
+                "-m",
+                MODEL,
+                "-b",
+                self.stub.url + "/v1",
+            ],
+            self.env(),
+            timeout=120,
+        )
+        assert proc.rc == 0, proc.out + proc.err
+
+    def env(self) -> dict[str, str]:
+        return self.hrig.env(
+            CLINE_NO_AUTO_UPDATE="1",
+            # Turns off the feature-flag poll (a DNS lookup of data.cline.bot).
+            E2E_TEST="true",
+            # Each session in its own CLI, on its pane's tty (no hub left behind); a test of
+            # the hub sets it otherwise, with a port of its own.
+            CLINE_SESSION_BACKEND_MODE="local",
+            # Cline gives a plugin's import 4 s by default: a loaded machine must not leave
+            # the plugin out of a run.
+            CLINE_PLUGIN_IMPORT_TIMEOUT_MS="30000",
+            CLINE_HUB_PORT=str(self.hub_port),
+        )
+
+    def argv(self, prompt: str, *, again: bool) -> list[str]:
+        session = self.last_session() if again else ""
+        return [self.binary(), *(["--id", session] if session else []), prompt]
+
+    def last_session(self) -> str:
+        """The id of the newest session Cline keeps (its sessions directory's newest)."""
+        root = self.hrig.home / ".cline" / "data" / "sessions"
+        found = sorted(root.iterdir(), key=lambda p: p.stat().st_mtime) if root.is_dir() else []
+        assert found, f"no session under {root}"
+        return found[-1].name.removesuffix(".json")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.fixture
 def stub() -> Iterator[ChatStub]:
     s = ChatStub()
@@ -241,7 +422,7 @@ def only_block(body: Any, pane: str, why: str) -> Block:
     return blocks[0]
 
 
-def first_prompt_then_again(harness: ChatHarness) -> None:
+def first_prompt_then_again(harness: ChatHarness) -> list[Recorded]:
     """The first prompt's every request holds the location once, naming the harness's pane
     (told at the session's start, or by the first prompt); the same session continued with
     an unchanged location adds no copy."""
@@ -259,9 +440,16 @@ def first_prompt_then_again(harness: ChatHarness) -> None:
         only_block(q.body, pane, hrig.diagnostics())
     added = new_blocks(first[-1].body, second[0].body)
     assert added == [], f"{added}\n{hrig.diagnostics()}"
+    return first + second
 
 
-SHELL_TOOLS = {"copilot": "bash", "qwen": "run_shell_command", "opencode": "bash"}
+SHELL_TOOLS = {
+    "copilot": "bash",
+    "qwen": "run_shell_command",
+    "opencode": "bash",
+    "pi": "bash",
+    "cline": "run_commands",
+}
 
 
 def neighbour(block: Block, direction: str) -> str:
@@ -269,7 +457,7 @@ def neighbour(block: Block, direction: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def tool_call_splits_the_pane(harness: ChatHarness) -> None:
+def tool_call_splits_the_pane(harness: ChatHarness) -> list[Recorded]:
     """The model's shell call splits the harness's pane from inside it: the request that
     carries the call's result carries the changed location once more (the after-tool hook),
     naming the new neighbour."""
@@ -299,13 +487,62 @@ def tool_call_splits_the_pane(harness: ChatHarness) -> None:
     assert len(added) == 1, f"{added}\n{hrig.diagnostics()}"
     assert added[0].pane == pane and added[0].turn is not None
     assert neighbour(added[0], "right") == new, f"{added[0].text}\n{hrig.diagnostics()}"
+    return requests
+
+
+def split_from_outside(harness: ChatHarness) -> list[Recorded]:
+    """A split from outside between two prompts of one session: the second prompt's request
+    adds one block (turn 2), naming the new neighbour; the first's copy stays."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    _, first = harness.prompt("first prompt")
+    only_block(first[0].body, pane, hrig.diagnostics())
+    new = hrig.split(pane)
+    _, second = harness.prompt("second prompt", again=True)
+    added = new_blocks(first[-1].body, second[0].body)
+    assert len(added) == 1, f"{added}\n{hrig.diagnostics()}"
+    assert added[0].pane == pane and added[0].turn == 2, added[0].text
+    assert neighbour(added[0], "right") == new, f"{added[0].text}\n{hrig.diagnostics()}"
+    for q in second[1:]:
+        assert new_blocks(second[0].body, q.body) == [], hrig.diagnostics()
+    return first + second
+
+
+def unchanged_tool_call(harness: ChatHarness) -> list[Recorded]:
+    """A shell call that changes nothing: the request carrying its result adds no block (the
+    after-tool event ran, and found the location unchanged)."""
+    hrig = harness.hrig
+    hrig.start_daemon()
+    harness.setup()
+    pane = hrig.first_pane
+    shell = SHELL_TOOLS[harness.name]
+
+    def decide(request: Recorded) -> Turn:
+        if tool_results(request.body) or shell not in tool_names(request.body):
+            return Text("done")
+        return ToolCall(shell, {"command": "true", "description": "nothing"})
+
+    harness.stub.decide = decide
+    _, requests = harness.prompt("run true")
+    after = [q for q in requests if tool_results(q.body)]
+    assert after, f"no request carried the tool's result\n{hrig.diagnostics()}"
+    for q in requests:
+        only_block(q.body, pane, hrig.diagnostics())
+    assert new_blocks(requests[0].body, after[0].body) == [], hrig.diagnostics()
+    tools = [h for h in hrig.hook_runs() if h.event == "PostToolUse"]
+    assert tools and all(h.out_bytes == 0 for h in tools), hrig.diagnostics()
+    return requests
 
 
 # ----------------------------------------------------------------------------------------------
 # Agent state (SPEC §13) with the real programs.
 
 
-def agent_working_then_gone(harness: ChatHarness) -> None:
+def agent_working_then_gone(
+    harness: ChatHarness, while_working: Callable[[], None] | None = None
+) -> None:
     """A non-interactive run: while the model is asked (after the prompt's hook) the daemon
     lists one agent of this harness, in the pane, ``working``; once the process exited
     (its session-end hook, or its exit) there is none."""
@@ -320,6 +557,8 @@ def agent_working_then_gone(harness: ChatHarness) -> None:
             # The answer waits until the daemon lists the agent: no race with the exit.
             poll(lambda: bool(hrig.agents()), 20, "the agent while it runs", interval=0.05)
             seen.append(hrig.agents())
+            if while_working is not None:
+                while_working()
         return Text("done")
 
     harness.stub.decide = decide

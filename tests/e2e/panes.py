@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,8 @@ class HarnessRig:
         self.hook_log = self.root / "hooks.jsonl"
         self.debug_log = self.root / "context.log"
         self.daemon: Daemon | None = None
+        # What a harness left running beyond its own exit, ended first at cleanup.
+        self.cleanups: list[Callable[[], None]] = []
         self.rig.start_tmux(**self._env_base())
         self.first_pane = self.rig.tmux.display("main", "#{pane_id}")
 
@@ -144,9 +146,13 @@ class HarnessRig:
 
     def cleanup(self) -> None:
         try:
-            self.stop_daemon()
+            for step in self.cleanups:
+                step()
         finally:
-            self.rig.cleanup()
+            try:
+                self.stop_daemon()
+            finally:
+                self.rig.cleanup()
 
     # -- install ----------------------------------------------------------------------------
 
@@ -329,6 +335,24 @@ def wrap_hooks(path: Path, log: Path) -> None:
                 if hook.get("type") == "command" and "hookclock" not in hook["command"]:
                     hook["command"] = shlex.join(prefix) + " " + hook["command"]
     path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+PLUGIN_ARGV = "const ARGV = "
+
+
+def wrap_plugin(path: Path, log: Path) -> None:
+    """Prefix the hook command of a plugin ``tmuxlocd install`` wrote (opencode's, pi's,
+    Cline's: the line ``const ARGV = [...];``) with ``hookclock.py <log>``."""
+    prefix = [sys.executable, "-S", str(HOOKCLOCK), str(log)]
+    lines = path.read_text().split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(PLUGIN_ARGV) and "hookclock" not in line:
+            argv = json.loads(line[len(PLUGIN_ARGV) :].rstrip(";"))
+            lines[i] = f"{PLUGIN_ARGV}{json.dumps([*prefix, *argv])};"
+            break
+    else:
+        raise AssertionError(f"{path}: no hook command to time")
+    path.write_text("\n".join(lines))
 
 
 def report(record: Mapping[str, Any]) -> None:

@@ -67,6 +67,28 @@ def test_a_process_serving_several_sessions_ends_the_walk() -> None:
     assert walk(tree, 50, shared=frozenset({40})) == 0
 
 
+def test_a_harness_helper_process_is_passed_over() -> None:
+    """Cline CLI runs its plugins (and so the hook) in a ``node`` child on its tty: the
+    harness is the process above it."""
+    tree = dict(TREE) | {40: (30, PANE_TTY, "node"), 50: (40, 0, "python3")}
+    assert walk(tree, 50) == 40  # any harness: the node process is the harness
+
+    def stat_of(pid: int) -> ProcStat | None:
+        row = tree.get(pid)
+        return None if row is None else ProcStat(pid, row[0], row[1], pid * 7)
+
+    found = harness_process(
+        50,
+        PANE_TTY,
+        SERVER,
+        stat_of,
+        lambda p: tree[p][2],
+        lambda p: False,
+        helpers=frozenset({"node"}),
+    )
+    assert found is not None and found.pid == 30
+
+
 def test_a_process_on_another_tty_is_not_the_harness() -> None:
     tree = dict(TREE) | {30: (20, PANE_TTY + 1, "ssh")}
     assert walk(tree, 50) == 0

@@ -67,6 +67,10 @@ NAMES = {
     "goose": {START: "SessionStart", PROMPT: "UserPromptSubmit", TOOL: "PostToolUse"},
     "crush": {START: "PreToolUse", PROMPT: "PreToolUse", TOOL: "PreToolUse"},
     "kiro": {START: "agentSpawn", PROMPT: "userPromptSubmit", TOOL: "postToolUse"},
+    # pi's extension and Cline's plugin send no session start to the context hook; START
+    # stands for what the pure functions do with one.
+    "pi": {START: "SessionStart", PROMPT: "UserPromptSubmit", TOOL: "PostToolUse"},
+    "cline": {START: "SessionStart", PROMPT: "UserPromptSubmit", TOOL: "PostToolUse"},
 }
 NAMES["gemini"][PRECOMPACT] = "PreCompress"
 # The harnesses whose history keeps what was told (Antigravity CLI's steps last one turn:

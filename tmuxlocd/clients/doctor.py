@@ -261,19 +261,43 @@ def diagnose(
     exe_hint: Sequence[str] = ("tmuxlocd",),
     python_hint: str = "python3",
     shared: SharedServers | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """Every finding for one harness.  ``texts``: each file of ``where`` (None: missing);
     ``paths``: the facts of ``named_paths``; ``explicit``: the user named this harness (else
     it was found by its directory, and an installation that is not there is a warning);
     ``mcp_available``: whether this installation has the MCP extra; ``exe_hint`` and
-    ``python_hint``: this installation's command and interpreter, for the fixes;
-    ``shared``: the running shared servers of a kind and their clients (``shared_servers``,
-    which the probe passes; None: none looked at, as in the unit tests)."""
+    ``python_hint``: this installation's command and interpreter, for the fixes; ``env``: the
+    environment a harness started from here gets (for its own checks); ``shared``: the running
+    shared servers of a kind and their clients (``shared_servers``, which the probe passes;
+    None: none looked at, as in the unit tests)."""
     found: list[Finding] = []
     spec = harness_of(harness)
     hooks_path = where["hooks"]
+
+    def own_checks(data: dict[str, Any], ours: Sequence[OurHook]) -> list[Finding]:
+        if spec.doctor_checks is None:
+            return []
+        return spec.doctor_checks(
+            DoctorContext(
+                harness,
+                project=project,
+                where=where,
+                texts=texts,
+                data=data,
+                ours=ours,
+                cwd=cwd,
+                parse_json=_json,
+                parse_toml=_toml,
+                spellings=_spellings,
+                shared_servers=shared if shared is not None else _none_running,
+                env=env,
+            )
+        )
+
     if spec.layout == PLUGIN:
-        return _plugin(harness, where, texts, paths, explicit, project, python_hint)
+        found = _plugin(harness, where, texts, paths, explicit, project, python_hint)
+        return found + own_checks({}, []) if installed(found) else found
     data, error = _json(texts.get(hooks_path), hooks_path)
     if data is None:
         if spec.comments and not (texts.get(hooks_path) or "").startswith(UNREADABLE):
@@ -324,22 +348,7 @@ def diagnose(
         "the harness runs no tmuxlocd hook",
     )
     found += _enabled(harness, data, where, texts, hooks_path)
-    if spec.doctor_checks is not None:
-        found += spec.doctor_checks(
-            DoctorContext(
-                harness,
-                project=project,
-                where=where,
-                texts=texts,
-                data=data,
-                ours=ours,
-                cwd=cwd,
-                parse_json=_json,
-                parse_toml=_toml,
-                spellings=_spellings,
-                shared_servers=shared if shared is not None else _none_running,
-            )
-        )
+    found += own_checks(data, ours)
     found += _mcp(
         harness, project, where, texts, mcp_entry, paths, mcp_available, exe_hint, python_hint
     )
@@ -397,7 +406,7 @@ def _plugin(
             )
         ]
     else:
-        found = [Finding(harness, "hooks", OK, f"{path}: the plugin (system prompt, per request)")]
+        found = [Finding(harness, "hooks", OK, f"{path}: the plugin this tmuxlocd writes")]
     found += _commands(
         harness,
         "hook-command",

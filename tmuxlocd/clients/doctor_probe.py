@@ -85,6 +85,7 @@ def check_harness(
         exe_hint=exe,
         python_hint=os.path.abspath(sys.executable),
         shared=doctor.shared_servers,
+        env=env,
     )
 
 

@@ -58,7 +58,8 @@ class DoctorContext:
     (``data``) and our hooks in it (``ours``), the current directory; and the shell's
     functions: ``parse_json``/``parse_toml`` (text, path -> (object, None) or (None, why)),
     ``spellings`` (a path as written and resolved), ``shared_servers`` (a kind of shared
-    server -> each one's pid and its clients, (pid, tty), None when unreadable)."""
+    server -> each one's pid and its clients, (pid, tty), None when unreadable); ``env``: the
+    environment a harness started from here gets."""
 
     def __init__(
         self,
@@ -74,6 +75,7 @@ class DoctorContext:
         parse_toml: Callable[[str | None, Any], tuple[dict[str, Any] | None, str | None]],
         spellings: Callable[[Any], list[str]],
         shared_servers: Callable[[str], list[tuple[int, list[tuple[int, str]] | None]]],
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.harness = harness
         self.project = project
@@ -86,3 +88,4 @@ class DoctorContext:
         self.parse_toml = parse_toml
         self.spellings = spellings
         self.shared_servers = shared_servers
+        self.env = env if env is not None else {}

@@ -99,13 +99,15 @@ def harness_process(
     comm_of: Callable[[int], str],
     shared: Callable[[int], bool],
     clients_of: Callable[[int], Sequence[ProcStat] | None] | None = None,
+    helpers: frozenset[str] = frozenset(),
 ) -> ProcStat | None:
     """The nearest proper ancestor of ``caller`` on the tty ``pane_tty`` that is not a shell
-    or wrapper (``NOT_HARNESS``); None when the walk reaches ``stop`` (the tmux server),
-    pid 1, or its bound first.  A process that serves several sessions ends the walk too:
-    with its one client on ``pane_tty`` (``clients_of``: the TUI that the kernel pairs with
-    Codex's shared app-server, whose hooks run below the server) that client is the harness,
-    else None."""
+    or wrapper (``NOT_HARNESS``), nor one of the harness's own helper processes (``helpers``,
+    by ``comm``: the child Cline CLI runs its plugins in); None when the walk reaches
+    ``stop`` (the tmux server), pid 1, or its bound first.  A process that serves several
+    sessions ends the walk too: with its one client on ``pane_tty`` (``clients_of``: the TUI
+    that the kernel pairs with Codex's shared app-server, whose hooks run below the server)
+    that client is the harness, else None."""
     current = stat_of(caller)
     steps = 0
     while current is not None and current.ppid > 1 and steps < MAX_ANCESTORS:
@@ -117,9 +119,22 @@ def harness_process(
             return None
         if shared(current.pid):
             return _sole_client(current.pid, pane_tty, clients_of)
-        if current.tty_nr == pane_tty and comm_of(current.pid) not in NOT_HARNESS:
-            return current
+        if current.tty_nr == pane_tty:
+            comm = comm_of(current.pid)
+            if comm not in NOT_HARNESS and comm not in helpers:
+                return current
     return None
+
+
+def _helpers(harness: str) -> frozenset[str]:
+    """The ``comm`` of the process a harness runs its plugins in, if any (its description's
+    ``plugin_process``)."""
+    from tmuxlocd.core import harnesses
+
+    spec = harnesses.find(harness)
+    if spec is None or not spec.plugin_process:
+        return frozenset()
+    return frozenset((spec.plugin_process,))
 
 
 def _sole_client(
@@ -298,6 +313,7 @@ class AgentRegistry:
             read_comm,
             shared_server,
             lambda server: _client_stat(client),
+            _helpers(rep.harness),
         )
         if found is None:
             raise NoHarness(

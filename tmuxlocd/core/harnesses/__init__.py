@@ -24,6 +24,8 @@ NAMES = (
     "goose",
     "crush",
     "kiro",
+    "pi",
+    "cline",
 )
 
 _loaded: dict[str, Harness] = {}

@@ -189,7 +189,9 @@ class Harness:
     Agent state (``core/agents.py``): ``states`` (event -> WORKING, WAITING, IDLE, GONE or
     BY_NOTIFICATION), ``notifications`` (notification_type -> (state, reason)),
     ``question_tools`` (tools whose permission dialog is a question), ``root_field`` (a
-    subagent's root session), ``state_hooks`` (the events install adds for state only).
+    subagent's root session), ``state_hooks`` (the events install adds for state only),
+    ``plugin_process`` (the ``comm`` of a child process the harness runs its plugins in, on
+    its tty: the daemon's walk from the hook to the harness passes over it).
 
     Install (``clients/install.py``): ``hook_events`` (the context hook's events and
     matchers), ``layout``, ``hooks_key`` (where the events are in the file), ``file_header``
@@ -262,6 +264,7 @@ class Harness:
         comments: bool = False,
         doctor_checks: Callable[[DoctorContext], list[Finding]] | None = None,
         manifest: Mapping[str, object] | None = None,
+        plugin_process: str = "",
     ) -> None:
         self.name = name
         self.title = title
@@ -310,6 +313,7 @@ class Harness:
         self.disable_all_key = disable_all_key
         self.comments = comments
         self.doctor_checks = doctor_checks
+        self.plugin_process = plugin_process
         self.manifest = dict(manifest) if manifest is not None else None
 
     @property
