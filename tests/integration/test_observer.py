@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
@@ -23,6 +24,7 @@ from tmuxlocd.core.names import output_escapes_dollars, undo_output_dollars, unv
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.hub import Hub, Subscriber
 from tmuxlocd.daemon.observer import HOOK_INDEX, Watcher
+from tmuxlocd.host.sockets import resolve_server
 
 pytestmark = [
     pytest.mark.integration,
@@ -560,6 +562,44 @@ async def test_discovers_servers_in_socket_directory(monkeypatch: pytest.MonkeyP
     finally:
         await watcher.stop()
         srv.kill()
+
+
+async def test_a_symlinked_socket_directory_is_keyed_as_tmux_names_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tmux resolves ``$TMUX_TMPDIR`` (as ``/tmp`` on macOS, a link to ``/private/tmp``):
+    the server is keyed by the path ``#{socket_path}`` and ``$TMUX`` say, so that a query or a
+    hook naming it finds it."""
+    import tempfile
+    from pathlib import Path
+
+    tmpdir = Path(tempfile.mkdtemp(prefix="tlx", dir="/tmp"))
+    real = tmpdir / "real"
+    sockdir = real / f"tmux-{os.getuid()}"
+    sockdir.mkdir(parents=True, mode=0o700)
+    (tmpdir / "link").symlink_to(real)
+    monkeypatch.setenv("TMUX_TMPDIR", str(tmpdir / "link"))
+    srv = TmuxServer(sockdir)
+    hub = Hub()
+    watcher = Watcher(hub, Config())
+    await watcher.start()
+    try:
+        srv.start("s")
+        said = srv.run("display-message", "-p", "#{socket_path}").strip()
+        assert said == srv.socket_path
+        await wait_until(
+            lambda: bool(hub.servers.get(said) and hub.servers[said].locations),
+            10,
+            what="the server under tmux's own spelling of its path",
+        )
+        assert list(hub.servers) == [said]
+        linked = str(tmpdir / "link" / f"tmux-{os.getuid()}" / srv.name)
+        assert resolve_server(linked) == said
+        assert [o.socket_path for o in watcher._select(linked)] == [said]
+    finally:
+        await watcher.stop()
+        srv.kill()
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 async def test_no_side_effects() -> None:

@@ -19,6 +19,20 @@ def test_the_directory_is_tmux_own_rule() -> None:
     assert resolve_server("/a/b") == "/a/b"
 
 
+def test_the_directory_is_resolved_as_tmux_resolves_it(tmp_path: Path) -> None:
+    """tmux realpaths its socket directory (on macOS /tmp is /private/tmp): the daemon's keys,
+    ``?server=`` and a hook's ``--server "#{socket_path}"`` must be spelled as tmux does."""
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    uid = os.getuid()
+    assert socket_dir({"TMUX_TMPDIR": str(link)}) == f"{real}/tmux-{uid}"
+    assert resolve_server("w", {"TMUX_TMPDIR": str(link)}) == f"{real}/tmux-{uid}/w"
+    assert resolve_server(f"{link}/tmux-{uid}/w") == f"{real}/tmux-{uid}/w"
+    assert resolve_server(f"{real}/tmux-{uid}/w") == f"{real}/tmux-{uid}/w"
+
+
 def test_listing_and_liveness(tmp_path: Path) -> None:
     live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     live.bind(str(tmp_path / "b-live"))

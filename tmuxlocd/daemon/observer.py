@@ -64,7 +64,13 @@ from tmuxlocd.daemon.hub import Hub
 from tmuxlocd.daemon.pane_exits import PaneExits
 from tmuxlocd.host import lifeline
 from tmuxlocd.host.lifeline import tied
-from tmuxlocd.host.sockets import list_sockets, resolve_server, socket_alive, socket_dir
+from tmuxlocd.host.sockets import (
+    list_sockets,
+    resolve_server,
+    socket_alive,
+    socket_dir,
+    socket_path_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -750,7 +756,7 @@ class Watcher:
         self._scan: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
         explicit = [resolve_server(n) for n in config.socket_name]
-        explicit += [os.path.abspath(p) for p in config.socket_path]
+        explicit += [socket_path_key(p) for p in config.socket_path]
         self.explicit = explicit
 
     async def start(self) -> None:
