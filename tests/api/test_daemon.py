@@ -124,6 +124,13 @@ async def get(path: str, url: str) -> tuple[int, Any]:
 # ------------------------------------------------------------------------------ paths
 
 
+def test_default_socket_path_on_macos_is_outside_the_reaped_trees() -> None:
+    mac = daemon.default_socket_path({"HOME": "/Users/ann"}, platform="darwin")
+    assert mac == "/Users/ann/Library/Caches/tmuxlocd/tmuxlocd.sock"
+    assert len(mac.encode()) < 104  # macOS's sun_path
+    assert daemon.default_socket_path({"TMUXLOCD_SOCKET": "/s"}, platform="darwin") == "/s"
+
+
 def test_default_socket_path() -> None:
     uid = os.getuid()
     assert daemon.default_socket_path({}) == f"/tmp/tmuxlocd-{uid}/tmuxlocd.sock"
@@ -221,6 +228,69 @@ async def test_a_stale_socket_is_replaced(tmp: str, watchers: list[FakeWatcher])
         old.bind(path)  # bound, never listening, closed: nothing answers
     async with running(Config(listen=(f"unix:{path}",))):
         assert (await get(path, "/v1/health"))[0] == 200
+
+
+async def answers_again(path: str, timeout: float = 10.0) -> int:
+    """The status of /v1/health once the daemon answers at ``path`` again (within a deadline)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return (await get(path, "/v1/health"))[0]
+        except aiohttp.ClientConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+async def test_a_deleted_socket_file_is_bound_again(
+    tmp: str, watchers: list[FakeWatcher], caplog: pytest.LogCaptureFixture
+) -> None:
+    """macOS reaps idle files (and directories) in /tmp and $TMPDIR: a daemon whose socket file
+    is gone listens again at the same path, and a connection made before goes on."""
+    directory = os.path.join(tmp, "run")
+    path = os.path.join(directory, "d.sock")
+    async with running(Config(listen=(f"unix:{path}",))) as d:
+        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path)) as kept:
+            async with kept.get("http://localhost/v1/health") as resp:
+                assert resp.status == 200
+            with caplog.at_level(logging.WARNING, logger="tmuxlocd.daemon.serve"):
+                shutil.rmtree(directory)
+                assert await answers_again(path) == 200
+            assert any("listening again" in r.getMessage() for r in caplog.records)
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+            assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+            async with kept.get("http://localhost/v1/health") as resp:
+                assert resp.status == 200  # the keep-alive connection made before
+        assert await d.stop() == 0
+    assert not exists(path)  # the new file is removed at the stop, as the first would be
+
+
+async def test_a_socket_file_another_daemon_took_is_left_to_it(
+    tmp: str, watchers: list[FakeWatcher], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = os.path.join(tmp, "d.sock")
+    checks: list[bool] = []
+    real_lost = daemon.lost
+
+    def counted(listener: daemon.Listener) -> bool:
+        checks.append(real_lost(listener))
+        return checks[-1]
+
+    monkeypatch.setattr(daemon, "lost", counted)
+    async with running(Config(listen=(f"unix:{path}",))) as d:
+        os.unlink(path)
+        with socket.socket(socket.AF_UNIX) as other:
+            other.bind(path)
+            other.listen(1)
+            mine = os.stat(path).st_ino
+            # The keeper saw the file change, and looked again after that.
+            deadline = time.monotonic() + 10
+            while not (True in checks and checks[-1] is False):
+                assert time.monotonic() < deadline, "the socket keeper did not run"
+                await asyncio.sleep(0.05)
+            assert os.stat(path).st_ino == mine
+            assert await d.stop() == 0
+            assert os.stat(path).st_ino == mine  # not removed at the stop either
 
 
 async def test_a_file_that_is_not_a_socket_is_left_alone(

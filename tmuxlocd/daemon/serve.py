@@ -47,6 +47,8 @@ from tmuxlocd.host.sockets import socket_alive
 log = logging.getLogger(__name__)
 
 STOP_BUDGET = 2.0  # SPEC §6: stop within 2 s
+# How often the daemon checks that its socket files are still there (SPEC §6): one lstat each.
+SOCKET_CHECK_INTERVAL = 1.0
 FIRST_SYNC_WAIT = 3.0  # at most this long before serving, for the first sync of each server
 SOMAXCONN_PATH = "/proc/sys/net/core/somaxconn"
 
@@ -214,6 +216,52 @@ def _remove_if_ours(path: str, identity: tuple[int, int] | None) -> None:
             os.unlink(path)
 
 
+def lost(listener: Listener) -> bool:
+    """Whether the socket file this daemon made is no longer there (deleted: macOS reaps idle
+    files in ``/tmp`` and ``$TMPDIR``, and so may a tmpfiles cleaner) or is another file now."""
+    if listener.owned_path is None:
+        return False
+    try:
+        st = os.lstat(listener.owned_path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) != listener.identity
+
+
+class _Replace(Protocol):
+    async def __call__(self, old: socket.socket, new: socket.socket) -> None: ...
+
+
+async def keep_sockets(
+    listeners: list[Listener], replace: _Replace, interval: float = SOCKET_CHECK_INTERVAL
+) -> None:
+    """Bind again, at the same path, a Unix socket whose file was deleted under the running
+    daemon: a client can only connect through the file, so without this a running daemon is
+    unreachable until it restarts.  The old listening socket is closed (no one can reach it);
+    connections it accepted go on.  A path that another daemon took meanwhile is left to it."""
+    while True:
+        await asyncio.sleep(interval)  # one lstat per listener: no wait on a condition here
+        for i, old in enumerate(listeners):
+            if not lost(old):
+                continue
+            path = old.owned_path
+            assert path is not None
+            old.owned_path = None  # never remove a file that is no longer ours
+            try:
+                new = bind_unix(path)
+            except Refused as exc:
+                log.error("the socket file %s was removed; cannot listen again: %s", path, exc)
+                continue
+            listeners[i] = new
+            await replace(old.sock, new.sock)
+            log.warning(
+                "the socket file was removed under the daemon: listening again",
+                extra={"socket_path": path},
+            )
+
+
 def _token_directory(listeners: list[Listener]) -> str:
     """Beside the first Unix socket, else beside where the default one would be."""
     first = next((lis.unix_path for lis in listeners if lis.unix_path), None)
@@ -376,6 +424,7 @@ async def _run(
         shutdown_timeout=STOP_BUDGET / 2,
     )
     watcher: _Watcher | None = None
+    keeper: asyncio.Task[None] | None = None
     activity: ActivityWatcher | None = None
     agents: AgentRegistry | None = None
     alerts: Alerts | None = None
@@ -397,10 +446,21 @@ async def _run(
             alerts.start()
         await runner.setup()
         backlog = listen_backlog()
+        sites: dict[socket.socket, web.SockSite] = {}
         for listener in listeners:
             # aiohttp listens again with its own backlog (128 unless told): pass ours.
-            await web.SockSite(runner, listener.sock, backlog=backlog).start()
+            sites[listener.sock] = site = web.SockSite(runner, listener.sock, backlog=backlog)
+            await site.start()
         _freeze_startup_heap()
+
+        async def replace(old: socket.socket, new: socket.socket) -> None:
+            sites[new] = site = web.SockSite(runner, new, backlog=backlog)
+            await site.start()
+            gone = sites.pop(old, None)
+            if gone is not None:
+                await gone.stop()  # closes the old listening socket; its connections go on
+
+        keeper = asyncio.create_task(keep_sockets(listeners, replace), name="socket keeper")
         names = [listener.name for listener in listeners]
         log.info("listening", extra={"listeners": " ".join(names)})
         systemd.notify("READY=1")
@@ -413,6 +473,8 @@ async def _run(
         log.exception("the daemon failed")
         status = 1
     finally:
+        if keeper is not None:
+            keeper.cancel()
         started = time.monotonic()
         # Streams end in the app's on_shutdown; the watcher's stop removes its tmux hooks.
         stopping = [runner.cleanup(), _stop_watchers(activity, watcher, agents, alerts)]

@@ -7,15 +7,19 @@ and must start fast.
 from __future__ import annotations
 
 import os
+import sys
 
 TYPE_CHECKING = False  # not typing's: a hook started with python -S pays for every import
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 
-def default_socket_path(env: Mapping[str, str] | None = None) -> str:
+def default_socket_path(env: Mapping[str, str] | None = None, platform: str = sys.platform) -> str:
     """``$TMUXLOCD_SOCKET``, else ``$XDG_RUNTIME_DIR/tmuxlocd/tmuxlocd.sock``, else
-    ``/tmp/tmuxlocd-<uid>/tmuxlocd.sock``."""
+    ``/tmp/tmuxlocd-<uid>/tmuxlocd.sock`` (on macOS ``~/Library/Caches/tmuxlocd/tmuxlocd.sock``:
+    macOS reaps idle files and directories in ``/tmp`` and ``$TMPDIR``, and has no runtime
+    directory; ``HOME`` is one of the few variables a harness keeps for its MCP servers, and
+    ``expanduser`` falls back to the password database when even that is cleared)."""
     env = os.environ if env is None else env
     explicit = env.get("TMUXLOCD_SOCKET")
     if explicit:
@@ -23,6 +27,9 @@ def default_socket_path(env: Mapping[str, str] | None = None) -> str:
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime:
         return os.path.join(runtime, "tmuxlocd", "tmuxlocd.sock")
+    if platform == "darwin":
+        home = env.get("HOME") or os.path.expanduser("~")
+        return os.path.join(home, "Library", "Caches", "tmuxlocd", "tmuxlocd.sock")
     return f"/tmp/tmuxlocd-{os.getuid()}/tmuxlocd.sock"
 
 
@@ -38,7 +45,7 @@ def client_socket_path(
     not in ``/tmp``."""
     env = os.environ if env is None else env
     path = default_socket_path(env)
-    if env.get("TMUXLOCD_SOCKET") or env.get("XDG_RUNTIME_DIR"):
+    if env.get("TMUXLOCD_SOCKET") or env.get("XDG_RUNTIME_DIR") or sys.platform != "linux":
         return path
     runtime = f"/run/user/{os.getuid()}/tmuxlocd/tmuxlocd.sock"
     if not exists(path) and exists(runtime):
