@@ -295,13 +295,9 @@ def _with_site() -> None:
 
 
 def transcript_writers(path: str) -> list[harness.Holder]:
-    """This user's processes that have ``path`` open for writing (``/proc/<pid>/fd`` and
-    ``fdinfo``), with their ttys; the hook itself is not one."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    return _writers(path, [int(n) for n in names if n.isdigit()])
+    """This user's processes that have ``path`` open for writing (the host's look: ``/proc``
+    on Linux, ``lsof`` on the portable host), with their ttys; the hook itself is not one."""
+    return _writers(path, None)
 
 
 def ancestor_writers(path: str, pid: int) -> list[harness.Holder]:
@@ -314,39 +310,23 @@ def ancestor_writers(path: str, pid: int) -> list[harness.Holder]:
     return _writers(path, up)
 
 
-def _writers(path: str, pids: Sequence[int]) -> list[harness.Holder]:
+def _writers(path: str, pids: Sequence[int] | None) -> list[harness.Holder]:
     from tmuxlocd.host import identity
+    from tmuxlocd.host.system import HOST
 
     try:
         target = os.path.realpath(path)
     except OSError:
         return []
-    uid, me = os.getuid(), os.getpid()
+    me = os.getpid()
     out: list[harness.Holder] = []
-    for pid in pids:
+    for pid in HOST.writers(target, pids):
         if pid == me:
             continue
-        base = f"/proc/{pid}"
-        try:
-            if os.stat(base).st_uid != uid:
-                continue
-            fds = os.listdir(base + "/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"{base}/fd/{fd}") != target:
-                    continue
-                with open(f"{base}/fdinfo/{fd}", "rb") as f:
-                    info = f.read(4096)
-            except OSError:
-                continue
-            if harness.opened_for_writing(info):
-                stat = identity.read_stat(pid)
-                if stat is not None:
-                    shared = identity.shared_server(stat.pid)
-                    out.append(harness.Holder(stat.pid, stat.tty_nr, shared, stat.session))
-                break
+        stat = identity.read_stat(pid)
+        if stat is not None:
+            shared = identity.shared_server(stat.pid)
+            out.append(harness.Holder(stat.pid, stat.tty_nr, shared, stat.session))
     return out
 
 

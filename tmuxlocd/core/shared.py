@@ -36,9 +36,18 @@ class Shared(NamedTuple):
     kind: Kind
     pid: int
     paths: tuple[str, ...] = ()
+    # False: an ssh this host cannot prove is no master (the portable host has no view of
+    # its listening sockets), taken as one: fail safe, it places no one.
+    proven: bool = True
 
     def hint(self) -> str:
         """One line for the user: what the process is and what to do about it."""
+        if self.kind == "ssh_master" and not self.proven:
+            return (
+                f"the caller is ssh pid {self.pid}, which may be a connection master carrying "
+                "the sessions of several panes: this system's host cannot see its listening "
+                "sockets, so which pane a request is for cannot be told (see docs/macos.md)"
+            )
         if self.kind == "ssh_master":
             where = f" (control socket {self.paths[0]})" if self.paths else ""
             return (

@@ -43,6 +43,7 @@ from tmuxlocd.core.location import Location, PaneRef
 from tmuxlocd.core.queries import Selection
 from tmuxlocd.daemon.hub import Hub, Subscriber
 from tmuxlocd.host import proc
+from tmuxlocd.host.system import HOST, Exit
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ class _Waiter:
 
 
 class _Watch:
-    """One watched pane: its last reading, its pidfds and the waits on it."""
+    """One watched pane: its last reading, its exit watches and the waits on it."""
 
     def __init__(self, key: Key, loc: Location) -> None:
         self.key = key
@@ -122,8 +123,8 @@ class _Watch:
         self.server_pid = loc.server.pid
         self.activity = activity.UNKNOWN
         self.foreground: int | None = None
-        self.fg_fd: int | None = None
-        self.pane_fd: int | None = None
+        self.fg_exit: Exit | None = None
+        self.pane_exit: Exit | None = None
         self.exiting = False  # the pane's process ended: its status is being asked for
         self.waiters: set[_Waiter] = set()
         self.closed = False
@@ -311,33 +312,24 @@ class ActivityWatcher:
                 # asked for, as for a death seen, before any wait is answered.
                 self._pane_ended(watch)
             return watch
-        fd = proc.pidfd(watch.pid)
-        if fd is not None:
-            watch.pane_fd = fd
-            asyncio.get_running_loop().add_reader(fd, self._pane_ended, watch)
-        elif proc.read(f"/proc/{watch.pid}/stat") is None:
+        watch.pane_exit = HOST.watch_exit(watch.pid, lambda: self._pane_ended(watch))
+        if watch.pane_exit is None and not proc.running(watch.pid):
             # Ended and reaped before the watch began (the model has not shown the death
-            # yet): no pidfd can tell it any more, so it is taken as told now.
+            # yet): no exit watch can tell it any more, so it is taken as told now.
             self._pane_ended(watch)
         return watch
 
     def _drop(self, watch: _Watch) -> None:
         watch.closed = True
         self._close_fg(watch)
-        if watch.pane_fd is not None:
-            self._close_fd(watch.pane_fd)
-            watch.pane_fd = None
-
-    @staticmethod
-    def _close_fd(fd: int) -> None:
-        with contextlib.suppress(RuntimeError, ValueError):
-            asyncio.get_running_loop().remove_reader(fd)
-        os.close(fd)
+        if watch.pane_exit is not None:
+            watch.pane_exit.cancel()
+            watch.pane_exit = None
 
     def _close_fg(self, watch: _Watch) -> None:
-        if watch.fg_fd is not None:
-            self._close_fd(watch.fg_fd)
-            watch.fg_fd = None
+        if watch.fg_exit is not None:
+            watch.fg_exit.cancel()
+            watch.fg_exit = None
 
     def _run_tasks(self) -> None:
         """The timer and the hub subscription run only while something is watched."""
@@ -380,11 +372,8 @@ class ActivityWatcher:
             self._close_fg(watch)
             watch.foreground = reading.foreground
             if reading.foreground is not None:
-                fd = proc.pidfd(reading.foreground)
-                if fd is not None:
-                    watch.fg_fd = fd
-                    pid = reading.foreground
-                    asyncio.get_running_loop().add_reader(fd, self._fg_ended, watch, pid)
+                pid = reading.foreground
+                watch.fg_exit = HOST.watch_exit(pid, lambda: self._fg_ended(watch, pid))
         self._set(watch, reading.activity, publish=publish)
 
     def _fg_ended(self, watch: _Watch, pid: int) -> None:
@@ -401,9 +390,9 @@ class ActivityWatcher:
             asyncio.get_running_loop().call_later(delay, self._chase, watch, pid, delay * 2)
 
     def _pane_ended(self, watch: _Watch) -> None:
-        if watch.pane_fd is not None:
-            self._close_fd(watch.pane_fd)
-            watch.pane_fd = None
+        if watch.pane_exit is not None:
+            watch.pane_exit.cancel()
+            watch.pane_exit = None
         self._close_fg(watch)
         watch.exiting = True
         self._spawn(self._exit_status(watch), "activity exit status")
@@ -561,7 +550,7 @@ class ActivityWatcher:
     # ------------------------------------------------------------------ on demand
 
     def current(self, socket_path: str, pane: PaneRef) -> Activity:
-        """A pane's activity now: the watched value, else one read of /proc."""
+        """A pane's activity now: the watched value, else one read of the host's."""
         watch = self._watches.get((socket_path, pane.id))
         if watch is not None and watch.pid == pane.pid:
             return watch.activity

@@ -38,6 +38,7 @@ from tmuxlocd.core.procstat import ProcStat
 from tmuxlocd.core.queries import Selection
 from tmuxlocd.daemon.hub import Hub, Published
 from tmuxlocd.host.identity import read_stat, shared_server
+from tmuxlocd.host.system import HOST, Exit
 
 log = logging.getLogger(__name__)
 
@@ -154,11 +155,8 @@ def _client_stat(client: int | None) -> list[ProcStat] | None:
 
 
 def read_comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm", "rb") as f:
-            return f.read(64).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
+    record = HOST.record(pid)
+    return record.comm if record is not None else ""
 
 
 def tty_device(path: str) -> int:
@@ -248,7 +246,7 @@ class AgentRegistry:
         self.commands = commands if pane_options else None
         self.clock = clock
         self.agents = Agents()
-        self._fds: dict[Proc, int] = {}
+        self._fds: dict[Proc, Exit] = {}
         self._wake = asyncio.Event()
         self._options: dict[tuple[str, str], str | None] = {}
         self._options_wake = asyncio.Event()
@@ -374,31 +372,22 @@ class AgentRegistry:
     def _watch(self, proc: Proc) -> bool:
         if proc in self._fds:
             return True
-        try:
-            fd = os.pidfd_open(proc.pid)
-        except OSError:
+        watch = HOST.watch_exit(proc.pid, lambda: self._exited(proc))
+        if watch is None:
             return False
-        # The pid may have been given to another process since it was read: the pidfd is of
+        # The pid may have been given to another process since it was read: the watch is of
         # whichever has it now, so its start time must be the one read.
         now = read_stat(proc.pid)
         if now is None or now.starttime != proc.start:
-            os.close(fd)
+            watch.cancel()
             return False
-        try:
-            asyncio.get_running_loop().add_reader(fd, self._exited, proc)
-        except (OSError, ValueError):
-            os.close(fd)
-            return False
-        self._fds[proc] = fd
+        self._fds[proc] = watch
         return True
 
     def _unwatch(self, proc: Proc) -> None:
-        fd = self._fds.pop(proc, None)
-        if fd is None:
-            return
-        with contextlib.suppress(Exception):
-            asyncio.get_running_loop().remove_reader(fd)
-        os.close(fd)
+        watch = self._fds.pop(proc, None)
+        if watch is not None:
+            watch.cancel()
 
     def _exited(self, proc: Proc) -> None:
         self._unwatch(proc)

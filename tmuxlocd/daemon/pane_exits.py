@@ -1,18 +1,20 @@
-"""A pane's end told at once where tmux may not tell it (before 3.6): one server's pidfds.
+"""A pane's end told at once where tmux may not tell it (before 3.6): one server's exit watches.
 
 tmux runs pane-died, whose rows the daemon's hook hands over (``mirror.HOOKS``), once it has
 both the pane's end and the exit status, which comes with the SIGCHLD of the pane's process.
 Before 3.6 a tmux built with libutempter can lose that SIGCHLD (libutempter's own child
 takes it): the pane then shows dead without a status, and no hook runs, until another
 SIGCHLD arrives -- seconds or hours later (``mirror.loses_sigchld``).  So on such a server
-the observer holds a pidfd on each live pane's process: the kernel says the moment it ends.
+the observer watches each live pane's process's exit (a pidfd, or the portable host's queue:
+tmuxlocd.host.system): the kernel says the moment it ends.
 If tmux has not shown the death with its status a moment later, the server is sent a SIGCHLD
 (tmux's own handler reaps: the same as the next child's end would do; the daemon runs as the
 server's user) and the window is re-read; again on a growing backoff, a few times, then left
 as it is (``exit_status``/``exit_signal`` null: tmux never said).  A dead pane found without
 its status (read after its end, or by the safety net) is chased the same way.
 
-Cost: one descriptor per live pane, in the event loop's epoll set; nothing runs until one
+Cost: one pidfd per live pane in the event loop's epoll set (one kevent each on macOS);
+nothing runs until one
 ends.  Panes are followed by window: a window whose panes are the same tuple as at the last
 publication is not looked at (``ServerState.by_window``).
 """
@@ -20,15 +22,15 @@ publication is not looked at (``ServerState.by_window``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
 from collections.abc import Callable, Mapping
+from functools import partial
 
 from tmuxlocd.core.mirror import death_told
 from tmuxlocd.core.model import Pane
-from tmuxlocd.host import proc
+from tmuxlocd.host.system import HOST, Exit
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,8 @@ CHASE_S = (0.01, 0.04, 0.15, 0.4, 0.9)
 
 
 class PaneExits:
-    """The pidfds on one server's live panes, and the chase of deaths tmux has not told."""
+    """The exit watches on one server's live panes, and the chase of deaths tmux has not
+    told."""
 
     def __init__(
         self,
@@ -53,7 +56,7 @@ class PaneExits:
         self._pane = pane  # the model's pane now
         self._reread = reread  # marks a window to re-read
         self._windows: dict[str, tuple[Pane, ...]] = {}
-        self._fds: dict[str, tuple[int, int]] = {}  # pane id -> (pid, pidfd)
+        self._fds: dict[str, tuple[int, Exit]] = {}  # pane id -> (pid, its exit watch)
         self._chasing: dict[str, asyncio.TimerHandle] = {}
         self._told_unchased = False
         self.pokes = 0  # SIGCHLDs sent (tests and the log read it)
@@ -64,11 +67,11 @@ class PaneExits:
         whose pids mean other processes here)."""
         if not server_pid:
             return False
-        comm = proc.read(f"/proc/{server_pid}/comm", 64)
-        return comm is not None and comm.startswith(b"tmux")
+        record = HOST.record(server_pid)
+        return record is not None and record.comm.startswith("tmux")
 
     def follow(self, by_window: Mapping[str, tuple[Pane, ...]]) -> None:
-        """The model was published: hold a pidfd on each live pane of the windows that
+        """The model was published: watch the exit of each live pane of the windows that
         changed, let go those of panes gone or dead, chase deaths told without a status."""
         last = self._windows
         for window_id, panes in by_window.items():
@@ -92,13 +95,12 @@ class PaneExits:
             self._release(pane.id)  # respawned: a new process
             if pane.pid <= 0:
                 continue
-            fd = proc.pidfd(pane.pid)
-            if fd is None:
+            watch = HOST.watch_exit(pane.pid, partial(self._ended, pane.id, pane.window_id))
+            if watch is None:
                 # Ended (and reaped) before it could be held: it is chased all the same.
                 self._chase(pane.id, pane.window_id)
                 continue
-            self._fds[pane.id] = (pane.pid, fd)
-            asyncio.get_running_loop().add_reader(fd, self._ended, pane.id, pane.window_id)
+            self._fds[pane.id] = (pane.pid, watch)
 
     def _forget(self, pane_id: str) -> None:
         self._release(pane_id)
@@ -109,9 +111,7 @@ class PaneExits:
     def _release(self, pane_id: str) -> None:
         held = self._fds.pop(pane_id, None)
         if held is not None:
-            with contextlib.suppress(RuntimeError, ValueError):
-                asyncio.get_running_loop().remove_reader(held[1])
-            os.close(held[1])
+            held[1].cancel()
 
     def _ended(self, pane_id: str, window_id: str) -> None:
         self._release(pane_id)

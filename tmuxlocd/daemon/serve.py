@@ -43,6 +43,7 @@ from tmuxlocd.daemon.rundir import Refused, check_directory
 from tmuxlocd.daemon.token import TokenFile
 from tmuxlocd.host.paths import default_socket_path
 from tmuxlocd.host.sockets import socket_alive
+from tmuxlocd.host.system import HOST
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,6 @@ STOP_BUDGET = 2.0  # SPEC §6: stop within 2 s
 # How often the daemon checks that its socket files are still there (SPEC §6): one lstat each.
 SOCKET_CHECK_INTERVAL = 1.0
 FIRST_SYNC_WAIT = 3.0  # at most this long before serving, for the first sync of each server
-SOMAXCONN_PATH = "/proc/sys/net/core/somaxconn"
 
 
 def listen_backlog() -> int:
@@ -62,11 +62,7 @@ def listen_backlog() -> int:
     fails on its first write), so a small backlog turns a reconnect storm into failures.  The
     kernel caps any larger value at ``net.core.somaxconn`` anyway.
     """
-    try:
-        with open(SOMAXCONN_PATH) as f:
-            value = int(f.read().strip())
-    except (OSError, ValueError):
-        value = 0
+    value = HOST.backlog()  # net.core.somaxconn; kern.ipc.somaxconn on macOS
     return value if value > 0 else socket.SOMAXCONN
 
 

@@ -62,7 +62,9 @@ def notify(state: str) -> bool:
     if address[0] == "@":
         address = "\0" + address[1:]  # abstract namespace
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+        # SOCK_CLOEXEC is Linux's (and systemd's): a socket of this process alone elsewhere.
+        cloexec = getattr(socket, "SOCK_CLOEXEC", 0)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | cloexec) as sock:
             sock.connect(address)
             sock.sendall(state.encode())
     except OSError as exc:

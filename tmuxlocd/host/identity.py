@@ -1,19 +1,17 @@
 """Who is calling: the peer process of a Unix-socket request, and the pane it is in (SPEC §2).
 
-The kernel vouches for the peer (``SO_PEERCRED``), and the peer's controlling tty
-(``/proc/<pid>/stat`` field 7, ``tty_nr``) is compared with each pane's ``pane_tty`` device.
+The kernel vouches for the peer (its pid and uid: tmuxlocd.host.system), and the peer's
+controlling tty (its record's ``tty_nr``) is compared with each pane's ``pane_tty`` device.
 ``TMUX_PANE`` is read only as a hint: terminals started from a pane inherit it.
 
-The parsing and the ancestor walk are pure (tmuxlocd.core.caller); the ``/proc`` readers
-around them are thin (tmuxlocd.host.proc), and nothing here starts a subprocess, because
-``GET /v1/self`` sits on the hot path of every client.
+The parsing and the ancestor walk are pure (tmuxlocd.core.caller); the host's readers around
+them are thin (tmuxlocd.host.system: ``linux`` or ``portable``), and nothing here starts a
+subprocess, because ``GET /v1/self`` sits on the hot path of every client.
 """
 
 from __future__ import annotations
 
 import os
-import socket
-import struct
 from typing import NamedTuple
 
 from tmuxlocd.core.answers import SelfAnswer
@@ -23,15 +21,13 @@ from tmuxlocd.core.caller import (
     changing_fields,
     environ_pane,
     nearest_up,
-    pts_path,
     reread_stat,
 )
 from tmuxlocd.core.procstat import ProcStat, parse_stat, placed
 from tmuxlocd.core.queries import CallerFacts, Choose, View, decide_self, everyone, no_clients
 from tmuxlocd.core.shared import Shared
-from tmuxlocd.host import proc, shared
-
-_PEERCRED = struct.Struct("3i")
+from tmuxlocd.host import shared
+from tmuxlocd.host.system import HOST
 
 
 class Peer(NamedTuple):
@@ -45,16 +41,10 @@ class Peer(NamedTuple):
 
 
 def peer_credentials(sock: object) -> Peer | None:
-    """``SO_PEERCRED`` of a connected Unix socket (the transport's ``socket`` extra)."""
-    getsockopt = getattr(sock, "getsockopt", None)
-    if getsockopt is None:
-        return None
-    try:
-        raw = getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-    except OSError:
-        return None
-    pid, uid, gid = _PEERCRED.unpack(raw)
-    return Peer(pid, uid, gid)
+    """The peer of a connected Unix socket (the transport's ``socket`` extra), as the kernel
+    vouches for it."""
+    got = HOST.peer(sock)
+    return Peer(*got) if got is not None else None
 
 
 def read_stat(pid: int) -> ProcStat | None:
@@ -63,18 +53,13 @@ def read_stat(pid: int) -> ProcStat | None:
 
 
 def read_full_stat(pid: int) -> ProcStat | None:
-    # One read: a stat line is well under 4 KiB (comm is at most 16 bytes), and this runs
-    # on every GET /v1/self.
-    data = proc.read(f"/proc/{pid}/stat")
-    try:
-        return parse_stat(data) if data else None
-    except ValueError:
-        return None
+    """The process's record (one read: this runs on every GET /v1/self)."""
+    return HOST.record(pid)
 
 
 def read_cmdline(pid: int) -> bytes:
-    """The start of ``/proc/<pid>/cmdline`` (b"" when gone or unreadable)."""
-    return proc.read(f"/proc/{pid}/cmdline") or b""
+    """The process's argv, NUL-separated (b"" when gone or unreadable)."""
+    return HOST.cmdline(pid)
 
 
 def shared_server(pid: int) -> bool:
@@ -85,13 +70,11 @@ def shared_server(pid: int) -> bool:
 
 def read_env_pane(pid: int) -> str | None:
     """``TMUX_PANE`` of a process, or None if absent or unreadable (it may exit meanwhile)."""
-    try:
-        return environ_pane(proc.read_all(f"/proc/{pid}/environ"))
-    except OSError:
-        return None
+    block = HOST.environ(pid)
+    return environ_pane(block) if block is not None else None
 
 
-# /proc/<pid>/environ is the environment the process was started with: it does not change
+# A process's environment block is the environment the process was started with: it does not change
 # for the life of a process, which (pid, starttime) names.  An agent asks every turn, so the
 # answer is kept (for a bounded number of processes).
 _ENV_PANES: dict[tuple[int, int], str | None] = {}
@@ -113,26 +96,9 @@ def env_pane_of(stat: ProcStat | None, pid: int) -> str | None:
     return value
 
 
-def _same_device(path: str, tty_nr: int) -> bool:
-    try:
-        return os.stat(path).st_rdev == tty_nr
-    except OSError:
-        return False
-
-
 def tty_path(pid: int, tty_nr: int) -> str | None:
     """A path of the device ``tty_nr`` (the caller's controlling tty), if one is found."""
-    guess = pts_path(tty_nr)
-    if guess is not None and _same_device(guess, tty_nr):
-        return guess
-    for fd in (0, 1, 2):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("/dev/") and _same_device(target, tty_nr):
-            return target
-    return None
+    return HOST.tty_path(pid, tty_nr)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -140,7 +106,7 @@ def tty_path(pid: int, tty_nr: int) -> str | None:
 
 
 class Own(NamedTuple):
-    """What a caller's own /proc entries say: read on every request, cheap.  ``shared``, as
+    """What a caller's own record says: read on every request, cheap.  ``shared``, as
     the environment, is read once per process (an ssh is a connection master from its start
     to its end)."""
 
@@ -150,7 +116,7 @@ class Own(NamedTuple):
 
 
 # Whether a process speaks for several panes, by (pid, starttime): looked at once per
-# process (for ssh: its descriptors and /proc/net/unix), as the environment is.
+# process (for ssh: its sockets, where the host can see them), as the environment is.
 _SHARED: dict[tuple[int, int], Shared | None] = {}
 
 
@@ -178,28 +144,31 @@ def own_facts(pid: int) -> Own:
 
 
 class PeerFacts:
-    """``own_facts`` of one connection's peer, its stat read anew on every request.
+    """``own_facts`` of one connection's peer, its record read anew on every request.
 
-    A keep-alive client asks many times on one connection, and opening ``/proc/<pid>/stat``
-    (a path walk and a pid lookup) costs about as much as reading it: the first question
-    opens and closes it, as ``read_stat`` does; from the second on the file stays open and is
-    read with ``pread``, and only the fields that can change are parsed.  A one-shot client
-    (curl per turn) thus never holds a descriptor.  An open stat file is bound to the
-    process, not to its number: once the process is gone the read fails (ESRCH), even if
-    the number has been given to another, so a kept file never describes a stranger; and the
-    environment (``TMUX_PANE``), fixed for a process's life, is read once.  While the fields
-    that can change read the same bytes as last time, ``read`` returns the same ``Own``
+    A keep-alive client asks many times on one connection.  On the ``linux`` host opening
+    ``/proc/<pid>/stat`` (a path walk and a pid lookup) costs about as much as reading it: the
+    first question opens and closes it, as ``read_stat`` does; from the second on the file
+    stays open and is read with ``pread``, and only the fields that can change are parsed.  A
+    one-shot client (curl per turn) thus never holds a descriptor.  An open stat file is bound
+    to the process, not to its number: once the process is gone the read fails (ESRCH), even
+    if the number has been given to another, so a kept file never describes a stranger.  A
+    host with nothing to keep (``portable``: a sysctl per read) reads the record whole each
+    time, and a record whose start time is not the first's is of another process: no facts.
+    The environment (``TMUX_PANE``), fixed for a process's life, is read once.  While the
+    fields that can change are the same as last time, ``read`` returns the same ``Own``
     object: equal facts, and a question made of them (``memo.Kept``) compares by identity.
     ``close`` when the connection ends.
     """
 
-    __slots__ = ("_fd", "_first", "_last", "_last_fields", "pid")
+    __slots__ = ("_fd", "_first", "_last", "_last_fields", "_nothing_kept", "pid")
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self._fd: int | None = None
+        self._nothing_kept = False
         self._first: Own | None = None
-        self._last_fields: tuple[bytes, bytes, bytes] | None = None
+        self._last_fields: tuple[bytes | int, ...] | None = None
         self._last: Own | None = None
 
     def read(self) -> Own:
@@ -208,6 +177,8 @@ class PeerFacts:
             self._first = first = own_facts(self.pid)
             return first
         try:
+            if self._nothing_kept:
+                return self._reread(first, first.stat)
             if self._fd is None:
                 return Own(self._keep(first.stat), first.env_pane, first.shared)
             data = os.pread(self._fd, 4096, 0)
@@ -220,10 +191,25 @@ class PeerFacts:
         except (OSError, ValueError, IndexError):
             return Own(None, first.env_pane, first.shared)
 
+    def _reread(self, first: Own, was: ProcStat) -> Own:
+        now = HOST.record(self.pid)
+        if now is None or now.starttime != was.starttime:
+            return Own(None, first.env_pane, first.shared)
+        fields = (now.ppid, now.session, now.tty_nr)
+        if fields == self._last_fields and self._last is not None:
+            return self._last
+        self._last_fields = fields
+        self._last = own = Own(placed(now), first.env_pane, first.shared)
+        return own
+
     def _keep(self, first: ProcStat) -> ProcStat | None:
-        """Opens the file to keep, by number: read whole once, it must be the process first
+        """Opens the record to keep, by number: read whole once, it must be the process first
         read (its start time), not another that took the number since."""
-        fd = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        fd = HOST.keep(self.pid)
+        if fd is None:
+            self._nothing_kept = True
+            assert self._first is not None
+            return self._reread(self._first, first).stat
         try:
             now = placed(parse_stat(os.pread(fd, 4096, 0)))
         except (OSError, ValueError, IndexError):
@@ -298,7 +284,7 @@ def identify(
     known: Own | None = None,
     choose: Choose | None = None,
 ) -> SelfAnswer:
-    """Where process ``pid`` is (``queries.decide_self``), from what /proc says of it.
+    """Where process ``pid`` is (``queries.decide_self``), from what the host says of it.
 
     Two small reads for a caller in a pane (its stat and, once per process, its
     environment: ``own_facts``, or ``known``); the ancestor walk and the tty's path only for a

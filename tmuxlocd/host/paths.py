@@ -34,7 +34,9 @@ def default_socket_path(env: Mapping[str, str] | None = None, platform: str = sy
 
 
 def client_socket_path(
-    env: Mapping[str, str] | None = None, exists: Callable[[str], bool] = os.path.exists
+    env: Mapping[str, str] | None = None,
+    exists: Callable[[str], bool] = os.path.exists,
+    platform: str = sys.platform,
 ) -> str:
     """Where a client looks for the daemon: ``default_socket_path``, except in an environment
     cut down by its host.  Agent harnesses start MCP servers and hooks with few variables (the
@@ -44,8 +46,8 @@ def client_socket_path(
     neither variable set, that runtime directory is used when the daemon's socket is there and
     not in ``/tmp``."""
     env = os.environ if env is None else env
-    path = default_socket_path(env)
-    if env.get("TMUXLOCD_SOCKET") or env.get("XDG_RUNTIME_DIR") or sys.platform != "linux":
+    path = default_socket_path(env, platform)
+    if env.get("TMUXLOCD_SOCKET") or env.get("XDG_RUNTIME_DIR") or platform != "linux":
         return path
     runtime = f"/run/user/{os.getuid()}/tmuxlocd/tmuxlocd.sock"
     if not exists(path) and exists(runtime):
