@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests import tmuxbin
+from tmuxlocd.host.system import HOST
 
 # Read by tmux clients to find a server: never inherited by a test (see above).
 TMUX_FINDERS = ("TMUX", "TMUX_PANE", "TMUX_TMPDIR")
@@ -37,13 +38,21 @@ INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 
 def pytest_report_header() -> str:
-    return f"tmux: {TMUX} ({tmuxbin.version(TMUX)}; choose with ${tmuxbin.ENV})"
+    return (
+        f"tmux: {TMUX} ({tmuxbin.version(TMUX)}; choose with ${tmuxbin.ENV}); "
+        f"host: {HOST.name} (choose with $TMUXLOCD_HOST)"
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    portable = HOST.name != "linux"
     for item in items:
         if INTEGRATION in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.integration)
+        marker = item.get_closest_marker("linux_host")
+        if portable and marker is not None:
+            why = marker.args[0] if marker.args else "a fact of the linux host"
+            item.add_marker(pytest.mark.skip(reason=f"TMUXLOCD_HOST={HOST.name}: {why}"))
 
 
 def _tmux_finders() -> list[str]:

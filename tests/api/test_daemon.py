@@ -33,6 +33,7 @@ from tmuxlocd.daemon import systemd
 from tmuxlocd.daemon import token as token_mod
 from tmuxlocd.daemon.config import Config
 from tmuxlocd.daemon.hub import Hub
+from tmuxlocd.host import linux
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -327,12 +328,12 @@ async def test_unsafe_directories_are_refused(
 def test_listen_backlog_is_the_systems_maximum(tmp: str, monkeypatch: pytest.MonkeyPatch) -> None:
     somaxconn = os.path.join(tmp, "somaxconn")
     write(somaxconn, "4096\n")
-    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", somaxconn)
+    monkeypatch.setattr(linux, "SOMAXCONN_PATH", somaxconn)
     assert daemon.listen_backlog() == 4096
-    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", os.path.join(tmp, "missing"))
+    monkeypatch.setattr(linux, "SOMAXCONN_PATH", os.path.join(tmp, "missing"))
     assert daemon.listen_backlog() == socket.SOMAXCONN
     write(somaxconn, "garbage")
-    monkeypatch.setattr(daemon, "SOMAXCONN_PATH", somaxconn)
+    monkeypatch.setattr(linux, "SOMAXCONN_PATH", somaxconn)
     assert daemon.listen_backlog() == socket.SOMAXCONN
 
 

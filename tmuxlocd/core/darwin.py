@@ -90,12 +90,14 @@ def split_procargs2(data: bytes) -> tuple[bytes, bytes]:
     """``KERN_PROCARGS2``'s block as (argv, environment), each NUL-separated as Linux's
     ``cmdline`` and ``environ`` are: ``int argc``, the exec path, NUL padding, ``argc``
     strings, then the environment up to an empty string (Apple's own strings follow it and
-    are left out).  (b"", b"") for what is not such a block."""
+    are left out).  (b"", b"") for what is not such a block, or one without argv."""
     if len(data) < _ARGC.size:
         return b"", b""
     (argc,) = _ARGC.unpack_from(data, 0)
     end = data.find(b"\0", _ARGC.size)  # the exec path
-    if argc < 0 or end < 0:
+    if argc <= 0 or end < 0:
+        # No argv: the padding after the exec path runs into the empty string that ends an
+        # empty environment, and Apple's strings would pass for one.  Nothing, then.
         return b"", b""
     pos = end
     while pos < len(data) and data[pos] == 0:

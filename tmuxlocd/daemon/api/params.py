@@ -182,7 +182,7 @@ Turn = Annotated[
 Flag = Annotated[bool, Meta(description="1, true, yes, on (or empty); 0, false, no, off")]
 Fresh = Annotated[bool, Meta(description="re-sync first, as POST /v1/sync")]
 WithActivity = Annotated[
-    bool, Meta(description="fill in each pane's command and busy, read now (/proc)")
+    bool, Meta(description="fill in each pane's command and busy, read now (the process table)")
 ]
 Accept = Annotated[
     Literal["ancestor"],
