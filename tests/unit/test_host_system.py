@@ -15,13 +15,10 @@ import pytest
 
 from tmuxlocd.host.system import Host, LinuxHost, PortableHost, QueueExits, choose
 
-HOSTS = {"linux": LinuxHost, "portable": PortableHost}
 
-
-@pytest.fixture(params=sorted(HOSTS))
+@pytest.fixture(params=["linux", "portable"])
 def host(request: pytest.FixtureRequest) -> Host:
-    made: Host = HOSTS[request.param]()
-    return made
+    return choose(request.param, "linux")
 
 
 @pytest.fixture
