@@ -399,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "harness",
         nargs="?",
-        choices=(*HARNESSES, "systemd"),
+        choices=(*HARNESSES, "systemd", "launchd"),
         help="none: every harness found on this machine (its configuration directory or its "
         "command), saying which were skipped and why",
     )
@@ -935,7 +935,8 @@ def cmd_install(ns: argparse.Namespace) -> int:
                 after_install(name, project=ns.project)
         return status
     status = run(ns.harness, own_app_server=ns.own_app_server, **options)
-    if status == EXIT_OK and not (ns.dry_run or ns.remove) and ns.harness != "systemd":
+    services = ("systemd", "launchd")
+    if status == EXIT_OK and not (ns.dry_run or ns.remove) and ns.harness not in services:
         from tmuxlocd.clients.doctor_probe import after_install
 
         after_install(ns.harness, project=ns.project)  # informs; the status stays install's

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -652,6 +653,19 @@ def _mcp(
 # The daemon and the caller.
 
 
+def service_advice(platform: str = sys.platform) -> str:
+    """How to have the daemon run, by the system's service manager."""
+    if platform == "darwin":
+        return (
+            "tmuxlocd serve  (or: tmuxlocd install launchd, then launchctl bootstrap "
+            "gui/$(id -u) ~/Library/LaunchAgents/tmuxlocd.plist)"
+        )
+    return (
+        "tmuxlocd serve  (or: tmuxlocd install systemd, then systemctl --user enable "
+        "--now tmuxlocd.socket)"
+    )
+
+
 def daemon_finding(socket: str, status: int | None, error: str | None) -> Finding:
     """``status``: the HTTP status of ``GET /v1/health`` (None: no answer, ``error`` says
     why)."""
@@ -664,8 +678,7 @@ def daemon_finding(socket: str, status: int | None, error: str | None) -> Findin
             WARNING,
             f"no daemon answered on {socket} ({error}): hooks and the MCP server compute "
             "from tmux directly (slower, no live updates)",
-            "tmuxlocd serve  (or: tmuxlocd install systemd, then systemctl --user enable "
-            "--now tmuxlocd.socket)",
+            service_advice(),
         )
     return Finding(
         None,

@@ -886,6 +886,24 @@ def run(
             out(f"tmuxlocd: systemd units have no sandbox to allow; {ALLOW_SANDBOX} does not apply")
             return 2
         return run_systemd(dry_run=dry_run, remove=remove, home=home, out=out)
+    if harness == "launchd":
+        if project or allow_sandbox or own_app_server:
+            out("tmuxlocd: a LaunchAgent is the user's, with no sandbox: no option applies")
+            return 2
+        from tmuxlocd.clients.launchd import run_launchd
+        from tmuxlocd.host.paths import default_socket_path
+
+        environ = dict(os.environ)
+        where = home or Path.home()
+        return run_launchd(
+            exe=list(exe or this_tmuxlocd()),
+            socket=default_socket_path({**environ, "HOME": str(where)}, "darwin"),
+            home=where,
+            env=environ,
+            dry_run=dry_run,
+            remove=remove,
+            out=out,
+        )
     if harness not in HARNESSES:
         out(f"tmuxlocd: unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
         return 2

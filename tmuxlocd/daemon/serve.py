@@ -30,7 +30,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from tmuxlocd.core.errors import ConfigError
 from tmuxlocd.core.mirror import Argv
-from tmuxlocd.daemon import systemd
+from tmuxlocd.daemon import launchd, systemd
 from tmuxlocd.daemon.activity_watch import ActivityWatcher
 from tmuxlocd.daemon.agent_registry import FILE_NAME as AGENTS_FILE
 from tmuxlocd.daemon.agent_registry import AgentRegistry
@@ -182,8 +182,9 @@ def inherited(sockets: list[socket.socket]) -> list[Listener]:
 
 
 def open_listeners(config: Config) -> list[Listener]:
-    """systemd's sockets if activated, else ``--listen``, else the default Unix socket."""
-    activated = systemd.listen_fds()
+    """systemd's (or launchd's) sockets if activated, else ``--listen``, else the default Unix
+    socket."""
+    activated = systemd.listen_fds() or launchd.listen_fds()
     if activated:
         return inherited(activated)
     listeners: list[Listener] = []
