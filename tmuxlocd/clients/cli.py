@@ -451,6 +451,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="this directory's configuration instead of the user's",
     )
     p.add_argument("--json", action="store_true", help="the findings as JSON")
+    p.add_argument(
+        "--host",
+        action="store_true",
+        help="instead: each fact the host reads of this process and of a child (record, "
+        "tty, peer over a socket, exit watch) beside what POSIX says (docs/macos.md)",
+    )
     p.set_defaults(run=cmd_doctor)
 
     p = sub.add_parser(
@@ -944,6 +950,10 @@ def cmd_install(ns: argparse.Namespace) -> int:
 
 
 def cmd_doctor(ns: argparse.Namespace) -> int:
+    if ns.host:
+        from tmuxlocd.clients import doctor_host
+
+        return doctor_host.run(as_json=ns.json)
     from tmuxlocd.clients.doctor_probe import run
 
     return run(ns.harness, project=ns.project, as_json=ns.json)
