@@ -75,6 +75,29 @@ def job_latency(job: Job) -> Job:
     return {"samples": out, "statuses": statuses}
 
 
+def job_first(job: Job) -> Job:
+    """One GET per new connection (a hook's, a one-shot client's first request), round robin
+    over the targets; the connect is timed with it."""
+    targets = job["targets"]
+    out: dict[str, list[float]] = {t["name"]: [] for t in targets}
+    for i in range(job["warmup"] + job["n"]):
+        for target in targets:
+            t0 = time.perf_counter()
+            conn = httpclient.UnixHTTPConnection(target["socket"])
+            try:
+                conn.request("GET", target["path"])
+                resp = conn.getresponse()
+                resp.read()
+            finally:
+                conn.close()
+            t1 = time.perf_counter()
+            if resp.status != 200:
+                raise RuntimeError(f"{target['name']} {target['path']}: HTTP {resp.status}")
+            if i >= job["warmup"]:
+                out[target["name"]].append(t1 - t0)
+    return {"samples": out}
+
+
 def job_throughput(job: Job) -> Job:
     """Closed-loop keep-alive clients against one target for a while."""
     count, elapsed = asyncio.run(
@@ -161,6 +184,7 @@ def job_alternatives(job: Job) -> Job:
 JOBS: dict[str, Callable[[Job], Job]] = {
     "fetch": job_fetch,
     "latency": job_latency,
+    "first": job_first,
     "throughput": job_throughput,
     "curl": job_curl,
     "alternatives": job_alternatives,

@@ -217,11 +217,19 @@ def compile_package() -> None:
 class Daemon:
     """``python -m tmuxlocd serve`` on one private server, as its own process."""
 
-    def __init__(self, farm: Farm, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        farm: Farm,
+        extra_args: tuple[str, ...] = (),
+        *,
+        name: str = "d",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.farm = farm
         self.extra_args = extra_args
-        self.socket = str(farm.dir / "d" / "d.sock")
-        self.log_path = farm.dir / "daemon.log"
+        self.socket = str(farm.dir / name / "d.sock")
+        self.log_path = farm.dir / ("daemon.log" if name == "d" else f"daemon-{name}.log")
+        self.env = env or {}
         self.proc: asyncio.subprocess.Process | None = None
 
     @property
@@ -246,7 +254,7 @@ class Daemon:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=errlog,
-                env=clean_env(),
+                env={**clean_env(), **self.env},
                 cwd=str(REPO),
             )
         finally:

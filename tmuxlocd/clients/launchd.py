@@ -9,12 +9,13 @@ harnesses are).  launchd holds the listening socket (``Sockets``, handed over by
 ``Restart=on-failure``; ``ProcessType`` ``Interactive`` keeps it out of launchd's throttling
 of background jobs (the daemon answers a user's hooks while they wait).
 
-Written as plain file plans (tmuxlocd.clients.install's), tested on Linux; what launchd does
+Written as a plain file plan, tested on Linux; what launchd does
 with the plist is checked on a Mac (docs/macos.md).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import plistlib
 import shutil
@@ -78,8 +79,6 @@ def run_launchd(
     remove: bool = False,
     out: Callable[[str], None] = print,
 ) -> int:
-    from tmuxlocd.clients.install import FilePlan, diff
-
     target = agents_dir(home) / PLIST
     try:
         now = target.read_text("utf-8")
@@ -94,11 +93,18 @@ def run_launchd(
     if now and not is_ours(now):
         out(f"tmuxlocd: {target} is not a tmuxlocd agent (its Label); left untouched")
         return 1
-    plan = FilePlan(target, now, "" if remove else ours, [])
-    if not plan.changed:
+    after = "" if remove else ours
+    changed = now != after
+    if not changed:
         out(f"unchanged: {target}" if now else f"not installed: {target}")
     elif dry_run:
-        out(diff(plan).rstrip("\n"))
+        lines = difflib.unified_diff(
+            now.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"{target} (now)",
+            tofile=f"{target} (after)",
+        )
+        out("".join(lines).rstrip("\n"))
     elif remove:
         target.unlink()
         out(f"removed: {target}")
@@ -115,7 +121,7 @@ def run_launchd(
     elif remove:
         out(f"next: launchctl bootout gui/{uid}/{LABEL}  (before or after: it stops the agent)")
     else:
-        if now and plan.changed:
+        if now and changed:
             out(f"next: launchctl bootout gui/{uid}/{LABEL}  (the old agent first)")
         out(f"next: launchctl bootstrap gui/{uid} {target}")
         out(f"next: tmuxlocd doctor --host  (checks what this Mac's kernel says; log: {log})")
