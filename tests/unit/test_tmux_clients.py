@@ -25,6 +25,8 @@ SUBPROCESS_HELPERS = {"run", "call", "check_call", "check_output"}
 NOT_TMUX = {
     "host/lifeline.py": "runs `setpriv --pdeathsig KILL -- true` once, to know it",
     "daemon/alert_channels.py": "runs gdbus and the user's alert command, never tmux",
+    "host/system.py": "the portable host runs lsof, never tmux",
+    "clients/doctor_host.py": "runs a child python that connects to a socket, never tmux",
 }
 # Functions that build a whole command line on client_argv (checked below).
 BUILDERS = {"client_argv", "waiter_argv", "query_argv"}

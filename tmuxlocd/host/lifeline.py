@@ -30,11 +30,15 @@ import shutil
 import subprocess
 import sys
 
+# Read at run time, not narrowed by mypy: under --platform darwin a sys.platform test would
+# make the rest of the function unreachable to it.
+PLATFORM: str = sys.platform
+
 
 @functools.cache
 def _setpriv() -> str | None:
     """The ``setpriv`` that knows ``--pdeathsig``, asked once (a run of ``true``)."""
-    if not sys.platform.startswith("linux"):
+    if not PLATFORM.startswith("linux"):
         return None
     path = shutil.which("setpriv")
     if path is None:
