@@ -93,9 +93,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     ns = parser.parse_args()
     rows = asyncio.run(measure(ns.panes, ns.n, ns.rounds, ns.seconds))
-    print(
-        "| row | panes | linux p50 | portable p50 | linux p99 | portable p99 | portable − linux |"
-    )
+    print("| row | panes | linux p50 | portable p50 | linux p99 | portable p99 | difference |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         print(row)
