@@ -89,9 +89,14 @@ class HarnessRig:
 
     # -- daemon -----------------------------------------------------------------------------
 
-    def start_daemon(self) -> Daemon:
+    def start_daemon(self, *args: str, path_first: str | None = None) -> Daemon:
+        """The daemon, with ``tmuxlocd serve`` arguments; ``path_first``: a directory put
+        first on its PATH (a recording program for a channel of its alerts)."""
         assert self.daemon is None
-        self.daemon = Daemon(self.rig, env=self.env()).wait_ready()
+        env = self.env()
+        if path_first is not None:
+            env["PATH"] = f"{path_first}:{env.get('PATH', os.defpath)}"
+        self.daemon = Daemon(self.rig, *args, env=env).wait_ready()
         return self.daemon
 
     def stop_daemon(self) -> None:

@@ -5,11 +5,13 @@ recorded request bodies, and adds a row to the report (``$TMUXLOCD_E2E_REPORT``)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import statistics
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +34,7 @@ from tests.e2e.stub_base import (
     strings,
 )
 from tests.tmuxtest import poll
+from tmuxlocd.clients.rawhttp import raw_request
 
 
 @pytest.fixture(params=sorted(DRIVERS))
@@ -466,3 +469,69 @@ def test_mcp_where_am_i(world: World) -> None:
     assert re.search(rf", pane \d+ {re.escape(pane)}\b", answer), answer
     assert "not in a tmux pane" not in answer, answer
     world.record()
+
+
+def test_a_permission_prompt_alerts_once(world: World) -> None:
+    """Alerts (spec §14) with the real TUI: its permission dialog, waiting longer than the
+    delay, is one desktop notification (a recording ``gdbus``) and one tmux message, none
+    repeated while it waits (Claude Code's own ``permission_prompt`` notification comes some
+    seconds in), closed when it is approved; the time from the dialog's hook to the alert."""
+    from tests.integration.test_alerts_live import calls, methods, recorder
+
+    hrig, pane, driver = world.hrig, world.hrig.first_pane, world.driver
+    if driver.name != "claude":
+        pytest.skip("shown with Claude Code; the others' waits are the same events")
+    bin_dir = recorder(hrig.rig)
+    delay = 1.0
+    hrig.start_daemon(
+        "--alerts",
+        "--alert-delay",
+        str(delay),
+        "--alert-channel",
+        "desktop",
+        "--alert-channel",
+        "tmux",
+        path_first=str(bin_dir),
+    )
+    driver.prepare_tui(hrig)
+    target = hrig.work / "alerted.txt"
+
+    def decide(request: Recorded) -> Turn:
+        if driver.write_tool not in driver.tool_names(request.body):
+            return Text("aside")
+        if driver.tool_results(request.body):
+            return Text("the file is written")
+        return driver.write_call(str(target), "approved\n")
+
+    world.script(decide)
+    env = driver.env(hrig, world.stub)
+    tag = hrig.start_in_pane(pane, driver.asking_tui_argv(), env, interactive=True)
+    poll(lambda: any(h.event == "SessionStart" for h in hrig.hook_runs()), 60, "session start")
+    hrig.send_keys(pane, "-l", "write the file")
+    hrig.wait_screen(pane, "write the file")
+    hrig.send_keys(pane, "Enter")
+    hrig.wait_screen(pane, driver.asking_words)
+    agents_poll(world, lambda f: [a["state"] for a in f] == ["waiting"], "the agent waiting")
+    asked = time.monotonic()  # within a poll of the dialog's hook
+    poll(lambda: "Notify" in methods(bin_dir), 30, "the desktop notification", interval=0.02)
+    alerted = time.monotonic() - asked
+    # Claude Code's own permission_prompt Notification comes some seconds into the dialog:
+    # the same wait, no second alert.
+    poll(lambda: any(h.event == "Notification" for h in hrig.hook_runs()), 30, "its Notification")
+    assert methods(bin_dir).count("Notify") == 1, calls(bin_dir)
+    hrig.send_keys(pane, "Enter")  # allow once
+    hrig.wait_screen(pane, "the file is written")
+    poll(lambda: "CloseNotification" in methods(bin_dir), 15, "the notification closed")
+    idle_agent(world, pane)
+    assert methods(bin_dir).count("Notify") == 1, calls(bin_dir)
+    health = json.loads(
+        raw_request(hrig.rig.daemon_socket, "GET", "/v1/health", 5.0).body  # type: ignore[union-attr]
+    )
+    world.notes["alert"] = (
+        f"one notification {alerted * 1000:.0f} ms after the agent was seen waiting "
+        f"(delay {delay:g} s); channels {health['alerts']}"
+    )
+    print(world.notes)
+    hrig.send_keys(pane, "C-c")
+    hrig.send_keys(pane, "C-c")
+    hrig.wait(tag, 30)
