@@ -234,3 +234,21 @@ def new_blocks(before: Any, after: Any) -> list[Block]:
         else:
             added.append(b)
     return added
+
+
+def mcp_names_pane(answer: str, pane: str) -> bool:
+    """Whether the MCP tool ``where_am_i``'s answer, as a harness showed it to its model,
+    names ``pane`` as the caller's: the text form (``, pane N %3``), or the JSON of its
+    ``structuredContent``, which Claude Code and Codex show instead of the text when a tool
+    returns it (spec's MCP part)."""
+    if re.search(rf", pane \d+ {re.escape(pane)}\b", answer):
+        return True
+    start = answer.find('{"inside_tmux"')
+    if start < 0:
+        return False
+    try:
+        value, _ = json.JSONDecoder().raw_decode(answer, start)
+    except ValueError:
+        return False
+    location = value.get("location") if isinstance(value, dict) else None
+    return isinstance(location, dict) and location.get("pane", {}).get("id") == pane

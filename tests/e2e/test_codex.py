@@ -43,6 +43,7 @@ from tests.e2e.stub_base import (
     always_text,
     location_blocks,
     location_bytes,
+    mcp_names_pane,
     new_blocks,
 )
 from tests.e2e.stub_responses import (
@@ -394,7 +395,7 @@ def test_exec_mcp_where_am_i_names_the_pane(hrig: HarnessRig, stub: ResponsesStu
     cx.exec_in_pane(pane, "where am I?")
     results = tool_results(stub.model_requests()[-1].body)
     assert len(results) == 1, results
-    assert re.search(rf", pane \d+ {re.escape(pane)}\n", results[0]), results[0]
+    assert mcp_names_pane(results[0], pane), results[0]
     Rows(hrig, stub).record("mcp_where_am_i")
 
 
@@ -647,14 +648,14 @@ def test_two_tuis_each_told_its_own_pane_or_nothing(
     assert set(panes_of(told_b)) <= {b}, detail
     results = [t for r in got_b for t in tool_results(r.body)]
     assert results, detail
-    assert not re.search(rf", pane \d+ {re.escape(a)}\n", results[-1]), results[-1]
+    assert not mcp_names_pane(results[-1], a), results[-1]
     if shared:
         # A alone: its pane; B beside A: nothing (two clients), and its MCP tool says why.
         assert panes_of(told_a) and not told_b, detail
         assert "shared_ancestor" in results[-1], results[-1]
     else:
         assert told_a and told_b, detail
-        assert re.search(rf", pane \d+ {re.escape(b)}\n", results[-1]), results[-1]
+        assert mcp_names_pane(results[-1], b), results[-1]
     how = "shared app-server" if shared else "daemon_auto_start = false"
     for name, pane, got in (("A", a, told_a), ("B", b, told_b)):
         # What each model was got: the distinct blocks, once each.

@@ -30,6 +30,7 @@ from tests.e2e.stub_base import (
     always_text,
     location_blocks,
     location_bytes,
+    mcp_names_pane,
     new_blocks,
     strings,
 )
@@ -466,7 +467,7 @@ def test_mcp_where_am_i(world: World) -> None:
     assert results, "no tool result"
     answer = results[-1]
     # The tool's text form (tmuxlocd.core.location.text_form): "..., pane <index> <id>".
-    assert re.search(rf", pane \d+ {re.escape(pane)}\b", answer), answer
+    assert mcp_names_pane(answer, pane), answer
     assert "not in a tmux pane" not in answer, answer
     world.record()
 
