@@ -63,13 +63,13 @@ def test_goose_hooks_tell_state_and_no_location() -> None:
 
 
 def test_kiro_payload_has_no_session_so_the_directory_is_one() -> None:
-    spawn = {"hook_event_name": "agentSpawn", "cwd": "/work/p"}
+    spawn = {"hook_event_name": "agentSpawn", "cwd": "/home/u/proj"}
     event = parse("kiro", spawn)
-    assert event is not None and (event.kind, event.session) == (START, "cwd:/work/p")
+    assert event is not None and (event.kind, event.session) == (START, "cwd:/home/u/proj")
     assert harness.render("kiro", "agentSpawn", TEXT) == TEXT.encode()  # stdout as it is
-    prompt = {"hook_event_name": "userPromptSubmit", "cwd": "/work/p", "prompt": "x"}
+    prompt = {"hook_event_name": "userPromptSubmit", "cwd": "/home/u/proj", "prompt": "x"}
     assert parse("kiro", prompt) is not None
-    assert state("kiro", {"hook_event_name": "stop", "cwd": "/work/p"}) == ("cwd:/work/p", "idle")
+    assert state("kiro", {"hook_event_name": "stop", "cwd": "/home/u/proj"}) == ("cwd:/home/u/proj", "idle")
     assert parse("kiro", {"hook_event_name": "agentSpawn"}) is None  # no cwd: nothing
 
 
