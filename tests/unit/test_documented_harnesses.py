@@ -63,13 +63,13 @@ def test_goose_hooks_tell_state_and_no_location() -> None:
 
 
 def test_kiro_payload_has_no_session_so_the_directory_is_one() -> None:
-    spawn = {"hook_event_name": "agentSpawn", "cwd": "/home/u/proj"}
+    spawn = {"hook_event_name": "agentSpawn", "cwd": "/home/u/p"}
     event = parse("kiro", spawn)
-    assert event is not None and (event.kind, event.session) == (START, "cwd:/home/u/proj")
+    assert event is not None and (event.kind, event.session) == (START, "cwd:/home/u/p")
     assert harness.render("kiro", "agentSpawn", TEXT) == TEXT.encode()  # stdout as it is
-    prompt = {"hook_event_name": "userPromptSubmit", "cwd": "/home/u/proj", "prompt": "x"}
+    prompt = {"hook_event_name": "userPromptSubmit", "cwd": "/home/u/p", "prompt": "x"}
     assert parse("kiro", prompt) is not None
-    assert state("kiro", {"hook_event_name": "stop", "cwd": "/home/u/proj"}) == ("cwd:/home/u/proj", "idle")
+    assert state("kiro", {"hook_event_name": "stop", "cwd": "/home/u/p"}) == ("cwd:/home/u/p", "idle")
     assert parse("kiro", {"hook_event_name": "agentSpawn"}) is None  # no cwd: nothing
 
 
