@@ -69,7 +69,8 @@ def test_kiro_payload_has_no_session_so_the_directory_is_one() -> None:
     assert harness.render("kiro", "agentSpawn", TEXT) == TEXT.encode()  # stdout as it is
     prompt = {"hook_event_name": "userPromptSubmit", "cwd": "/home/u/p", "prompt": "x"}
     assert parse("kiro", prompt) is not None
-    assert state("kiro", {"hook_event_name": "stop", "cwd": "/home/u/p"}) == ("cwd:/home/u/p", "idle")
+    stop = {"hook_event_name": "stop", "cwd": "/home/u/p"}
+    assert state("kiro", stop) == ("cwd:/home/u/p", "idle")
     assert parse("kiro", {"hook_event_name": "agentSpawn"}) is None  # no cwd: nothing
 
 
