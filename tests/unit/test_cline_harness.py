@@ -6,14 +6,12 @@ the plugin itself, run by node with a stand-in hook as Cline 3.0.65 calls a plug
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.unit.plugins import NODE, run_plugin, stand_in
 from tmuxlocd.clients import doctor, install
 from tmuxlocd.clients.doctor import OK, PROBLEM, WARNING, PathFacts
 from tmuxlocd.core import agents, harness
@@ -117,7 +115,6 @@ def test_a_running_hub_is_named() -> None:
 # ----------------------------------------------------------------------------------------------
 # The plugin, under node.
 
-NODE = shutil.which("node")
 
 STAND_IN = """
 import json, sys
@@ -148,23 +145,9 @@ console.log(JSON.stringify({ out, manifest: plugin.manifest, name: plugin.name }
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_the_plugin_sends_clines_hooks_and_appends_the_text(tmp_path: Path) -> None:
-    assert NODE is not None
     log = tmp_path / "events.jsonl"
-    hook = tmp_path / "hook.py"
-    hook.write_text(STAND_IN)
-    plugin = tmp_path / "tmuxlocd.js"
-    plugin.write_text(install.plugin_text([sys.executable, str(hook), str(log)], "cline"))
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER)
-    proc = subprocess.run(
-        [NODE, str(driver), plugin.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    found = json.loads(proc.stdout)
+    stdout = run_plugin(tmp_path, stand_in(tmp_path, STAND_IN, log), DRIVER, harness="cline")
+    found = json.loads(stdout)
     assert found["manifest"] == {"capabilities": ["hooks"]}
     out = found["out"]
     assert out["run"] == {"appendContext": "told at UserPromptSubmit"}

@@ -9,16 +9,12 @@ request's system prompt gets.  Skipped without node.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tmuxlocd.clients import install
+from tests.unit.plugins import NODE, run_plugin, stand_in
 
-NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 # The stand-in for ``tmuxlocd context opencode``: logs each event, and answers as the hook
@@ -55,32 +51,6 @@ await hooks["chat.message"]({ sessionID: "s1" }, {})
 await request("s1", "You are opencode")
 console.log(JSON.stringify(steps))
 """
-
-
-def run_plugin(tmp_path: Path, hook: list[str], driver: str, *args: str) -> str:
-    """Node runs ``driver`` (an ES module) on the plugin written with the hook command
-    ``hook``, the plugin's URL its first argument; returns its stdout."""
-    assert NODE is not None
-    plugin = tmp_path / "tmuxlocd.js"
-    plugin.write_text(install.plugin_text(hook, "opencode"))
-    script = tmp_path / "driver.mjs"
-    script.write_text(driver)
-    proc = subprocess.run(
-        [NODE, str(script), plugin.as_uri(), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def stand_in(tmp_path: Path, text: str, log: Path) -> list[str]:
-    """The hook command of a stand-in hook ``text`` that logs to ``log``."""
-    hook = tmp_path / "hook.py"
-    hook.write_text(text)
-    return [sys.executable, str(hook), str(log)]
 
 
 def test_the_plugin_keeps_the_schedule(tmp_path: Path) -> None:

@@ -6,14 +6,12 @@ without node).  The extension's events are those pi 0.73.1 fires (docs/harnesses
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.unit.plugins import NODE, run_plugin, stand_in
 from tmuxlocd.clients import doctor, install
 from tmuxlocd.clients.doctor import OK, PROBLEM, PathFacts
 from tmuxlocd.core import agents, harness
@@ -155,7 +153,6 @@ def test_doctor() -> None:
 # ----------------------------------------------------------------------------------------------
 # The extension, under node, as pi 0.73.1 calls it.
 
-NODE = shutil.which("node")
 
 # The stand-in for ``tmuxlocd context pi``: logs each event, and tells at a prompt and after
 # a command.
@@ -192,23 +189,9 @@ console.log(JSON.stringify(out))
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_the_extension_sends_pis_events_and_places_the_text(tmp_path: Path) -> None:
-    assert NODE is not None
     log = tmp_path / "events.jsonl"
-    hook = tmp_path / "hook.py"
-    hook.write_text(STAND_IN)
-    plugin = tmp_path / "tmuxlocd.js"
-    plugin.write_text(install.plugin_text([sys.executable, str(hook), str(log)], "pi"))
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER)
-    proc = subprocess.run(
-        [NODE, str(driver), plugin.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    stdout = run_plugin(tmp_path, stand_in(tmp_path, STAND_IN, log), DRIVER, harness="pi")
+    out = json.loads(stdout)
     message = {"customType": "tmuxlocd", "content": "told at UserPromptSubmit", "display": False}
     assert out["prompt"] == {"message": message}
     texts = [{"type": "text", "text": "ok"}, {"type": "text", "text": "told at PostToolUse"}]
