@@ -446,8 +446,16 @@ def quit_tui(cx: Codex, pane: str) -> None:
     hrig = cx.hrig
     hrig.rig.tmux.run("send-keys", "-t", pane, "-l", "/quit")
     poll(lambda: "/quit" in capture(hrig, pane), 30, f"/quit typed in {pane}", interval=0.05)
-    hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
-    poll(lambda: pane not in hrig.panes(), 30, f"{pane} to close", interval=0.1)
+    # An Enter can land on the command's completion menu (which then completes instead of
+    # running it): Enter again until the pane closes.
+    for _ in range(4):
+        hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
+        try:
+            poll(lambda: pane not in hrig.panes(), 15, f"{pane} to close", interval=0.1)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"the TUI in {pane} did not quit:\n{capture(hrig, pane)}")
 
 
 def answer_each(decide_for: dict[str, Decide]) -> Decide:

@@ -71,10 +71,16 @@ UNKNOWN = Activity()
 
 class Reading(msgspec.Struct, frozen=True, kw_only=True):
     """One read of a pane: its activity and the foreground process group (None: the pane's
-    own process holds the terminal, or it is unknown), whose end the shell waits for."""
+    own process holds the terminal, or it is unknown), whose end the shell waits for.
+
+    ``pending``: the process in front was caught inside exec(), its new name in ``comm``
+    (15 characters at most) but its arguments not yet there (an empty cmdline; measured on
+    Linux 6.x: 1 read in 4 of a freshly started command falls in that window).  The command
+    is then comm's, and a watcher reads again a moment later rather than tell it."""
 
     activity: Activity
     foreground: int | None
+    pending: bool = False
 
 
 def decide(
@@ -86,7 +92,9 @@ def decide(
     """A pane's activity from its process's stat and the cmdline of the group in front.
 
     ``fg_cmdline``/``fg_comm`` are of the foreground group's leader when busy, of the
-    pane's own process otherwise (the caller reads the one ``pane_stat`` names).
+    pane's own process otherwise (the caller reads the one ``pane_stat`` names).  An empty
+    ``fg_cmdline`` (not None: read, and empty) of a busy pane is a process inside exec():
+    the reading is ``pending``.
 
     None: the pane is going away -- its process lost its terminal (tpgid -1: tmux closed
     the pty, as kill-pane does) or is a zombie.  That is no news about its command: what
@@ -99,7 +107,9 @@ def decide(
     fg = pane_stat.tpgid
     if fg == pane_pid:
         return Reading(activity=Activity(command=command, busy=False), foreground=None)
-    return Reading(activity=Activity(command=command, busy=True), foreground=fg)
+    return Reading(
+        activity=Activity(command=command, busy=True), foreground=fg, pending=fg_cmdline == b""
+    )
 
 
 def foreground_pid(pane_pid: int, pane_stat: ProcStat | None) -> int:

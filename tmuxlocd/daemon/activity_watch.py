@@ -51,6 +51,10 @@ PERIOD_S = 0.5  # a command's start or change is seen within this
 MAX_WAITS = 1000
 CHASE_FIRST_S = 0.001  # the first re-read after the foreground process ended
 CHASE_LAST_S = 0.128
+# A process caught inside exec() (its name there, its arguments not yet): read again after
+# 1, 2, 4, 8 ms before its command is told; the window measured is well under a millisecond.
+PENDING_FIRST_S = 0.001
+PENDING_READS = 4
 # After the pane's own process ended: how long tmux is given to report the exit status
 # before it is sent a SIGCHLD, and how long in all before the status is given up as unknown.
 STATUS_GRACE_S = 0.02
@@ -126,6 +130,8 @@ class _Watch:
         self.fg_exit: Exit | None = None
         self.pane_exit: Exit | None = None
         self.exiting = False  # the pane's process ended: its status is being asked for
+        self.pending_reads = 0  # re-reads of a process caught inside exec() (PENDING_READS)
+        self.rereading = False
         self.waiters: set[_Waiter] = set()
         self.closed = False
 
@@ -374,7 +380,23 @@ class ActivityWatcher:
             if reading.foreground is not None:
                 pid = reading.foreground
                 watch.fg_exit = HOST.watch_exit(pid, lambda: self._fg_ended(watch, pid))
+        if reading.pending and watch.pending_reads < PENDING_READS:
+            # Its arguments are not there yet: told once they are (a first reading, which
+            # tells nobody, keeps comm's name meanwhile).
+            if not watch.rereading:
+                watch.rereading = True
+                delay = PENDING_FIRST_S * 2**watch.pending_reads
+                watch.pending_reads += 1
+                asyncio.get_running_loop().call_later(delay, self._reread, watch)
+            if publish:
+                return
+        else:
+            watch.pending_reads = 0
         self._set(watch, reading.activity, publish=publish)
+
+    def _reread(self, watch: _Watch) -> None:
+        watch.rereading = False
+        self._read(watch)
 
     def _fg_ended(self, watch: _Watch, pid: int) -> None:
         self._close_fg(watch)

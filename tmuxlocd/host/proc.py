@@ -23,8 +23,14 @@ def read_pane(pane_pid: int) -> activity.Reading | None:
         front = stat if whose == pane_pid else HOST.record(whose)
         comm = HOST.command(front) if front is not None else None
         return activity.decide(pane_pid, stat, None, comm)
-    comm = stat.comm if whose == pane_pid else None
-    return activity.decide(pane_pid, stat, HOST.cmdline(whose), comm)
+    if whose == pane_pid:
+        return activity.decide(pane_pid, stat, HOST.cmdline(whose), stat.comm)
+    cmdline = HOST.cmdline(whose)
+    comm = None
+    if not cmdline:  # inside exec() (or gone): its comm already has the new name
+        front = HOST.record(whose)
+        comm = front.comm if front is not None else None
+    return activity.decide(pane_pid, stat, cmdline, comm)
 
 
 def running(pid: int) -> bool:
