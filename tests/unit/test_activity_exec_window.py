@@ -18,9 +18,10 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.api.apitest import L1, A, Win, make_state
+from tests.tmuxtest import poll
 from tmuxlocd.core import activity
 from tmuxlocd.core.activity import Activity, Reading
-from tmuxlocd.core.procstat import stat_or_none
+from tmuxlocd.core.procstat import ProcStat, stat_or_none
 from tmuxlocd.daemon.activity_watch import PENDING_READS, ActivityWatcher
 from tmuxlocd.daemon.hub import Hub
 from tmuxlocd.host import proc
@@ -31,6 +32,9 @@ from tmuxlocd.host.system import HOST
 def front() -> Iterator[int]:
     """A process to stand in front of the pane's terminal (its exit watch must be real)."""
     child = subprocess.Popen(["sleep", "300"])
+    # Popen returns once exec() is past its point of no return, which is before the new
+    # arguments are in place: the very window this file is about.  Settled first.
+    poll(lambda: HOST.cmdline(child.pid) == b"sleep\x00300\x00", 10, "sleep's arguments")
     yield child.pid
     child.kill()
     child.wait()
@@ -102,27 +106,65 @@ async def test_a_command_that_stays_pending_is_told_by_its_comm(
     assert len([r for r in told if r.pending]) >= PENDING_READS + 1
 
 
-def test_decide_marks_an_empty_cmdline_in_front_pending() -> None:
+PANE = stat_or_none(
+    "19796 (bash) S 19795 19796 19796 34818 19850 4194304 421 2821 0 0 0 0 2 1 20 0 1 0 "
+    "1285412 4702208 852 18446744073709551615 1 1 0 0 0 0 65536 3686404 1266761467 1 0 0 17 1"
+)
+
+
+def front_stat(comm: str, ppid: int = 19796) -> ProcStat:
+    """The foreground leader's record (pid 19850, in its own group, the pane's terminal)."""
     line = (
-        "19796 (bash) S 19795 19796 19796 34818 19850 4194304 421 2821 0 0 0 0 2 1 20 0 1 0 "
-        "1285412 4702208 852 18446744073709551615 1 1 0 0 0 0 65536 3686404 1266761467 1 0 0 17 1"
+        f"19850 ({comm}) S {ppid} 19850 19796 34818 19850 4194304 0 0 0 0 0 0 0 0 20 0 1 0 "
+        "1285500 4702208 852 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1"
     )
     stat = stat_or_none(line)
-    mid_exec = activity.decide(19796, stat, b"", "sleep")
+    assert stat is not None
+    return stat
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "comm", "ppid", "pending", "command"),
+    [
+        # The three states of a start, as read with bash in a tmux pane:
+        (b"bash\0", "bash", 19796, True, "bash"),  # forked, not yet exec()ed
+        (b"bash\0", "sleep", 19796, True, "bash"),  # inside exec(): comm renamed
+        (b"", "sleep", 19796, True, "sleep"),  # inside exec(): no arguments yet
+        # Settled:
+        (b"sleep\x002\0", "sleep", 19796, False, "sleep"),
+        (b"/usr/bin/python3\0-c\0", "python3", 19796, False, "python3"),
+        (b"-zsh\0", "zsh", 19796, False, "zsh"),
+        # comm keeps 15 characters of a longer name.
+        (b"a-command-named-long\0", "a-command-named", 19796, False, "a-command-named-long"),
+        # A shell's subshell of a job, not the pane's child: not the fork of a start.
+        (b"bash\0", "bash", 4000, False, "bash"),
+    ],
+)
+def test_decide_tells_a_start_not_yet_settled(
+    cmdline: bytes, comm: str, ppid: int, pending: bool, command: str
+) -> None:
+    reading = activity.decide(19796, PANE, cmdline, comm, front_stat(comm, ppid))
+    assert reading is not None and reading.foreground == 19850
+    assert reading.pending is pending
+    assert reading.activity == Activity(command=command, busy=True)
+
+
+def test_decide_without_the_leaders_record() -> None:
+    mid_exec = activity.decide(19796, PANE, b"", "sleep")
     assert mid_exec is not None and mid_exec.pending
     assert mid_exec.activity == Activity(command="sleep", busy=True)
-    done = activity.decide(19796, stat, b"sleep\x002\0", None)
+    done = activity.decide(19796, PANE, b"sleep\x002\0", None)
     assert done is not None and not done.pending
     # Unreadable (None) is not an exec() caught half-way.
-    unread = activity.decide(19796, stat, None, None)
+    unread = activity.decide(19796, PANE, None, None)
     assert unread is not None and not unread.pending
 
 
 def test_the_host_gives_comm_for_a_process_inside_exec(
     front: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``proc.read_pane`` on a real process in front of a (stand-in) pane: an empty cmdline
-    is answered with the front process's comm, pending."""
+    """``proc.read_pane`` on a real process in front of a (stand-in) pane: settled, then
+    with its cmdline read empty, answered with its comm, pending."""
     if HOST.comm_rule:
         pytest.skip("this host names a command by comm alone (macOS's rule): no cmdline read")
     own = HOST.record(os.getpid())
@@ -135,6 +177,9 @@ def test_the_host_gives_comm_for_a_process_inside_exec(
         return in_front if pid == os.getpid() else real_record(pid)
 
     monkeypatch.setattr(HOST, "record", record)
+    settled = proc.read_pane(os.getpid())
+    assert settled is not None and not settled.pending and settled.foreground == front
+    assert settled.activity == Activity(command="sleep", busy=True)
     monkeypatch.setattr(HOST, "cmdline", lambda pid: b"")
     reading = proc.read_pane(os.getpid())
     assert reading is not None and reading.pending and reading.foreground == front

@@ -73,14 +73,16 @@ class Reading(msgspec.Struct, frozen=True, kw_only=True):
     """One read of a pane: its activity and the foreground process group (None: the pane's
     own process holds the terminal, or it is unknown), whose end the shell waits for.
 
-    ``pending``: the process in front was caught inside exec(), its new name in ``comm``
-    (15 characters at most) but its arguments not yet there (an empty cmdline; measured on
-    Linux 6.x: 1 read in 4 of a freshly started command falls in that window).  The command
-    is then comm's, and a watcher reads again a moment later rather than tell it."""
+    ``pending``: the process in front may be between fork() and the end of its exec(), its
+    name not settled (see ``decide``); a watcher reads again a moment later rather than tell
+    it."""
 
     activity: Activity
     foreground: int | None
     pending: bool = False
+
+
+COMM_LEN = 15  # Linux's TASK_COMM_LEN less its NUL
 
 
 def decide(
@@ -88,13 +90,22 @@ def decide(
     pane_stat: ProcStat | None,
     fg_cmdline: bytes | None,
     fg_comm: str | None,
+    fg_stat: ProcStat | None = None,
 ) -> Reading | None:
     """A pane's activity from its process's stat and the cmdline of the group in front.
 
     ``fg_cmdline``/``fg_comm`` are of the foreground group's leader when busy, of the
-    pane's own process otherwise (the caller reads the one ``pane_stat`` names).  An empty
-    ``fg_cmdline`` (not None: read, and empty) of a busy pane is a process inside exec():
-    the reading is ``pending``.
+    pane's own process otherwise (the caller reads the one ``pane_stat`` names);
+    ``fg_stat`` is the leader's record when busy (None where it is not read).
+
+    A command just started passes, in a job-control shell, through three states a read can
+    catch (measured with bash in a tmux pane, a loop reading /proc while ``sleep`` starts:
+    each seen in most of 150 starts): the shell's fork in front before its exec() (the
+    shell's comm, the leader a child of the pane's process); inside exec() with comm renamed
+    and the old cmdline; inside exec() with comm renamed and the cmdline empty.  Any of the
+    three makes the reading ``pending``, with comm's name where the cmdline is empty.  A real
+    subshell, or a script (comm is the script's name, argv[0] its interpreter's), looks the
+    same and is told after the watcher's few re-reads: a few ms late, never wrong.
 
     None: the pane is going away -- its process lost its terminal (tpgid -1: tmux closed
     the pty, as kill-pane does) or is a zombie.  That is no news about its command: what
@@ -107,9 +118,12 @@ def decide(
     fg = pane_stat.tpgid
     if fg == pane_pid:
         return Reading(activity=Activity(command=command, busy=False), foreground=None)
-    return Reading(
-        activity=Activity(command=command, busy=True), foreground=fg, pending=fg_cmdline == b""
-    )
+    pending = fg_cmdline == b""
+    if fg_stat is not None and fg_cmdline:
+        renamed = fg_stat.comm != command_of(fg_cmdline, None)[:COMM_LEN]
+        unexeced = fg_stat.ppid == pane_pid and fg_stat.comm == pane_stat.comm
+        pending = renamed or unexeced
+    return Reading(activity=Activity(command=command, busy=True), foreground=fg, pending=pending)
 
 
 def foreground_pid(pane_pid: int, pane_stat: ProcStat | None) -> int:

@@ -25,12 +25,12 @@ def read_pane(pane_pid: int) -> activity.Reading | None:
         return activity.decide(pane_pid, stat, None, comm)
     if whose == pane_pid:
         return activity.decide(pane_pid, stat, HOST.cmdline(whose), stat.comm)
+    # The leader's record too: its comm names it while its cmdline is empty (inside exec()),
+    # and tells a command not yet settled (tmuxlocd.core.activity.decide).
     cmdline = HOST.cmdline(whose)
-    comm = None
-    if not cmdline:  # inside exec() (or gone): its comm already has the new name
-        front = HOST.record(whose)
-        comm = front.comm if front is not None else None
-    return activity.decide(pane_pid, stat, cmdline, comm)
+    front = HOST.record(whose)
+    comm = front.comm if front is not None else None
+    return activity.decide(pane_pid, stat, cmdline, comm, front)
 
 
 def running(pid: int) -> bool:
