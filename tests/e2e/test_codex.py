@@ -449,7 +449,8 @@ def quit_tui(cx: Codex, pane: str) -> None:
     # An Enter can land on the command's completion menu (which then completes instead of
     # running it): Enter again until the pane closes.
     for _ in range(4):
-        hrig.rig.tmux.run("send-keys", "-t", pane, "Enter")
+        # check=False: the pane may close between the last look and this key.
+        hrig.rig.tmux.run("send-keys", "-t", pane, "Enter", check=False)
         try:
             poll(lambda: pane not in hrig.panes(), 15, f"{pane} to close", interval=0.1)
             return
